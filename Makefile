@@ -1,0 +1,64 @@
+# multinode.horovod — developer entry points. `make help` lists them.
+# Everything a fresh Debian machine lacks is installed by these targets themselves.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+CACHE := $(abspath .cache)
+# Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
+SCENARIOS ?= nfs_server nfs_client storage
+SCENARIO ?=
+
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
+export ANSIBLE_FORCE_COLOR ?= false
+export PY_COLORS ?= 0
+
+.PHONY: help prepare venv images lint unit molecule test clean
+
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+prepare: ## Install the host packages the test beds need and start dockerd when none answers
+	$(PYTHON) tools/prepare_host.py
+
+$(VENV)/.stamp: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(CACHE)/collections/ansible_collections/multinode/horovod:
+	mkdir -p $(dir $@)
+	ln -sfn $(CURDIR) $@
+
+venv: $(VENV)/.stamp $(CACHE)/collections/ansible_collections/multinode/horovod ## Python toolchain + link this checkout as multinode.horovod
+
+images: prepare venv ## Build the test images (cached by recipe hash)
+	$(PYTHON) tools/images.py base role-host machine
+
+lint: venv ## ansible-lint (production profile), yamllint, ruff
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+unit: venv ## Unit tests of the Python plugins and tools
+	$(BIN)/pytest -q tests/unit
+
+molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one
+	@for s in $(or $(SCENARIO),$(SCENARIOS)); do \
+	  start=$$(date +%s); \
+	  echo "=== molecule scenario $$s"; \
+	  $(PYTHON) tools/images.py $$(grep -v '^#' molecule/$$s/images 2>/dev/null || echo base); \
+	  $(BIN)/molecule test -s $$s || exit 1; \
+	  echo "=== molecule scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
+	done
+
+test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
+
+clean: ## Remove the virtualenv and local caches (images stay in Docker)
+	rm -rf $(VENV) .cache

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Build the project's container images locally, cached by a hash of their recipe.
+
+Nothing here needs a container registry. The root image ``base`` is Debian bookworm: pulled as
+``debian:bookworm`` when a registry answers (``--base-source pull``/``auto``), otherwise made with
+``debootstrap --variant=minbase`` from the Debian mirror and ``docker import``-ed.
+Every other image is ``images/<name>/Dockerfile``, whose first line names its parent
+(``# parent: base``); it is built ``FROM`` the parent (build argument ``BASE``).
+
+An image is tagged ``multinode-horovod/<name>:local`` and labelled with the hash of its recipe
+(the recipe directory, the parent's hash and the extra CA bundle). A build whose hash matches the
+label of the existing image is skipped, so a warm run costs one ``docker inspect`` per image.
+``--save`` also writes ``<cache>/images/<name>-<hash>.tar`` (``docker save``) and reuses it while
+the hash holds.
+
+The extra CA bundle (``--extra-ca-bundle`` or ``MNH_EXTRA_CA_BUNDLE``) is for networks whose
+TLS is inspected by a proxy: it is copied into the build context as ``extra-ca.crt`` and the
+recipes add it to the image's trust store before they use pip or apt over https.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RECIPES = REPO / "images"
+REPOSITORY = "multinode-horovod"
+LABEL = "org.multinode-horovod.recipe-hash"
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")
+
+
+def log(msg: str) -> None:
+    print(f"[images] {msg}", flush=True)
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("MNH_CACHE_DIR")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/cache/multinode-horovod")
+    return Path.home() / ".cache" / "multinode-horovod"
+
+
+def ref(name: str) -> str:
+    return f"{REPOSITORY}/{name}:local"
+
+
+def parent_of(name: str) -> str | None:
+    if name == "base":
+        return None
+    dockerfile = RECIPES / name / "Dockerfile"
+    if not dockerfile.is_file():
+        raise SystemExit(f"images: no recipe {dockerfile}; known: {', '.join(known())}")
+    first = dockerfile.read_text().splitlines()[0]
+    match = PARENT_RE.match(first)
+    if not match:
+        raise SystemExit(f"images: {dockerfile} must start with '# parent: <image>'")
+    return match.group(1)
+
+
+def known() -> list[str]:
+    return sorted(p.name for p in RECIPES.iterdir() if (p / "Dockerfile").is_file() or p.name == "base")
+
+
+def recipe_hash(name: str, extra_ca: bytes) -> str:
+    digest = hashlib.sha256()
+    digest.update(name.encode())
+    recipe_dir = RECIPES / name
+    for path in sorted(recipe_dir.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(recipe_dir)).encode())
+            digest.update(path.read_bytes())
+    parent = parent_of(name)
+    if parent is None:
+        digest.update(f"{DEBIAN_SUITE} {DEBIAN_MIRROR} minbase".encode())
+    else:
+        digest.update(recipe_hash(parent, extra_ca).encode())
+        digest.update(extra_ca)
+    return digest.hexdigest()[:16]
+
+
+def docker(*args: str, check: bool = True, capture: bool = False, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: PLW1510 - check is passed explicitly
+        ["docker", *args], check=check, text=True, capture_output=capture, **kw  # type: ignore[arg-type]
+    )
+
+
+def current_hash(name: str) -> str | None:
+    res = docker("image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', ref(name),
+                 check=False, capture=True)
+    if res.returncode != 0:
+        return None
+    return res.stdout.strip() or None
+
+
+def build_base(want: str, source: str) -> None:
+    if source in ("auto", "pull"):
+        pulled = docker("pull", f"debian:{DEBIAN_SUITE}", check=False, capture=True, timeout=120)
+        if pulled.returncode == 0:
+            tag_with_label(f"debian:{DEBIAN_SUITE}", "base", want)
+            return
+        if source == "pull":
+            raise SystemExit(f"images: docker pull debian:{DEBIAN_SUITE} failed: {pulled.stderr.strip()}")
+        log(f"no registry answered ({pulled.stderr.strip().splitlines()[-1:]}); using debootstrap")
+    if not shutil.which("debootstrap"):
+        raise SystemExit("images: debootstrap is missing (apt-get install debootstrap), or use --base-source pull")
+    with tempfile.TemporaryDirectory(prefix="mnh-base-") as tmp:
+        root = Path(tmp) / "root"
+        subprocess.run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR],
+                       check=True, stdout=subprocess.DEVNULL)
+        # Keep the image small and its apt lists out of it, as the official image does.
+        subprocess.run(["chroot", str(root), "apt-get", "clean"], check=True)
+        for lists in (root / "var/lib/apt/lists").glob("*_*"):
+            lists.unlink()
+        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+        docker("import", "--change", f"LABEL {LABEL}={want}", "--change", 'CMD ["bash"]',
+               "-", ref("base"), stdin=tar.stdout, capture=True)
+        if tar.wait() != 0:
+            raise SystemExit("images: tar of the debootstrap tree failed")
+
+
+def tag_with_label(source: str, name: str, want: str) -> None:
+    with tempfile.TemporaryDirectory() as ctx:
+        Path(ctx, "Dockerfile").write_text(f"FROM {source}\nLABEL {LABEL}={want}\n")
+        docker("build", "-q", "-t", ref(name), ctx, capture=True)
+
+
+def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
+    parent = parent_of(name)
+    assert parent is not None
+    with tempfile.TemporaryDirectory(prefix=f"mnh-{name}-") as tmp:
+        ctx = Path(tmp) / "ctx"
+        shutil.copytree(RECIPES / name, ctx)
+        (ctx / "extra-ca.crt").write_bytes(extra_ca)
+        build_log = Path(tmp) / "build.log"
+        with build_log.open("w") as out:
+            res = subprocess.run(["docker", "build", "--build-arg", f"BASE={ref(parent)}",
+                                  "--label", f"{LABEL}={want}", "-t", ref(name), str(ctx)],
+                                 stdout=out, stderr=subprocess.STDOUT, check=False)
+        if res.returncode != 0:
+            tail = build_log.read_text().splitlines()[-40:]
+            raise SystemExit(f"images: building {ref(name)} failed:\n" + "\n".join(tail))
+
+
+def ensure(name: str, extra_ca: bytes, source: str, force: bool, done: set[str]) -> str:
+    if name in done:
+        return recipe_hash(name, extra_ca)
+    parent = parent_of(name)
+    if parent is not None:
+        ensure(parent, extra_ca, source, force, done)
+    want = recipe_hash(name, extra_ca)
+    have = current_hash(name)
+    if have == want and not force:
+        log(f"{ref(name)} is current (recipe {want}), reused")
+    else:
+        start = time.monotonic()
+        log(f"building {ref(name)} (recipe {want}, was {have or 'absent'})")
+        if parent is None:
+            build_base(want, source)
+        else:
+            build_recipe(name, want, extra_ca)
+        log(f"built {ref(name)} in {time.monotonic() - start:.0f}s")
+    done.add(name)
+    return want
+
+
+def save(name: str, want: str, cache: Path) -> Path:
+    out_dir = cache / "images"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    archive = out_dir / f"{name}-{want}.tar"
+    if archive.is_file():
+        log(f"{archive} is current, reused")
+        return archive
+    start = time.monotonic()
+    for stale in out_dir.glob(f"{name}-*.tar"):
+        stale.unlink()
+    partial = archive.with_suffix(".tar.part")
+    docker("save", "-o", str(partial), ref(name))
+    partial.rename(archive)
+    log(f"saved {archive} in {time.monotonic() - start:.0f}s")
+    return archive
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="images to build (default: all recipes)")
+    parser.add_argument("--save", action="store_true", help="also write a docker save archive to the cache")
+    parser.add_argument("--force", action="store_true", help="rebuild even when the recipe hash matches")
+    parser.add_argument("--base-source", choices=("auto", "pull", "debootstrap"),
+                        default=os.environ.get("MNH_BASE_SOURCE", "auto"),
+                        help="where the Debian base comes from (default: auto = pull, else debootstrap)")
+    parser.add_argument("--extra-ca-bundle", default=os.environ.get("MNH_EXTRA_CA_BUNDLE", ""),
+                        help="PEM bundle trusted in addition to Debian's CAs inside the images")
+    parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
+    parser.add_argument("--print-archive", action="store_true", help="print the archive path of each image")
+    args = parser.parse_args(argv)
+
+    extra_ca = Path(args.extra_ca_bundle).read_bytes() if args.extra_ca_bundle else b""
+    done: set[str] = set()
+    for name in args.names or known():
+        want = ensure(name, extra_ca, args.base_source, args.force, done)
+        if args.save or args.print_archive:
+            archive = save(name, want, args.cache_dir)
+            if args.print_archive:
+                print(archive)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
