@@ -16,6 +16,9 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
 export ANSIBLE_FORCE_COLOR ?= false
 export PY_COLORS ?= 0
+export NO_COLOR ?= 1
+# Images trust what this machine trusts (a TLS-inspecting proxy's CA included); override to change.
+export MNH_EXTRA_CA_BUNDLE ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
 
 .PHONY: help prepare venv images lint unit molecule test clean
 
@@ -45,6 +48,7 @@ lint: venv ## ansible-lint (production profile), yamllint, ruff
 	$(BIN)/ansible-lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/antsibull-changelog lint
 
 unit: venv ## Unit tests of the Python plugins and tools
 	$(BIN)/pytest -q tests/unit

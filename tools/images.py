@@ -92,14 +92,19 @@ def recipe_hash(name: str, extra_ca: bytes) -> str:
 
 
 def docker(*args: str, check: bool = True, capture: bool = False, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: PLW1510 - check is passed explicitly
-        ["docker", *args], check=check, text=True, capture_output=capture, **kw  # type: ignore[arg-type]
+    return subprocess.run(
+        ["docker", *args],
+        check=check,
+        text=True,
+        capture_output=capture,
+        **kw,  # type: ignore[arg-type]
     )
 
 
 def current_hash(name: str) -> str | None:
-    res = docker("image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', ref(name),
-                 check=False, capture=True)
+    res = docker(
+        "image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', ref(name), check=False, capture=True
+    )
     if res.returncode != 0:
         return None
     return res.stdout.strip() or None
@@ -118,15 +123,27 @@ def build_base(want: str, source: str) -> None:
         raise SystemExit("images: debootstrap is missing (apt-get install debootstrap), or use --base-source pull")
     with tempfile.TemporaryDirectory(prefix="mnh-base-") as tmp:
         root = Path(tmp) / "root"
-        subprocess.run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         # Keep the image small and its apt lists out of it, as the official image does.
         subprocess.run(["chroot", str(root), "apt-get", "clean"], check=True)
         for lists in (root / "var/lib/apt/lists").glob("*_*"):
             lists.unlink()
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        docker("import", "--change", f"LABEL {LABEL}={want}", "--change", 'CMD ["bash"]',
-               "-", ref("base"), stdin=tar.stdout, capture=True)
+        docker(
+            "import",
+            "--change",
+            f"LABEL {LABEL}={want}",
+            "--change",
+            'CMD ["bash"]',
+            "-",
+            ref("base"),
+            stdin=tar.stdout,
+            capture=True,
+        )
         if tar.wait() != 0:
             raise SystemExit("images: tar of the debootstrap tree failed")
 
@@ -146,9 +163,22 @@ def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
         (ctx / "extra-ca.crt").write_bytes(extra_ca)
         build_log = Path(tmp) / "build.log"
         with build_log.open("w") as out:
-            res = subprocess.run(["docker", "build", "--build-arg", f"BASE={ref(parent)}",
-                                  "--label", f"{LABEL}={want}", "-t", ref(name), str(ctx)],
-                                 stdout=out, stderr=subprocess.STDOUT, check=False)
+            res = subprocess.run(
+                [
+                    "docker",
+                    "build",
+                    "--build-arg",
+                    f"BASE={ref(parent)}",
+                    "--label",
+                    f"{LABEL}={want}",
+                    "-t",
+                    ref(name),
+                    str(ctx),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
         if res.returncode != 0:
             tail = build_log.read_text().splitlines()[-40:]
             raise SystemExit(f"images: building {ref(name)} failed:\n" + "\n".join(tail))
@@ -198,11 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="images to build (default: all recipes)")
     parser.add_argument("--save", action="store_true", help="also write a docker save archive to the cache")
     parser.add_argument("--force", action="store_true", help="rebuild even when the recipe hash matches")
-    parser.add_argument("--base-source", choices=("auto", "pull", "debootstrap"),
-                        default=os.environ.get("MNH_BASE_SOURCE", "auto"),
-                        help="where the Debian base comes from (default: auto = pull, else debootstrap)")
-    parser.add_argument("--extra-ca-bundle", default=os.environ.get("MNH_EXTRA_CA_BUNDLE", ""),
-                        help="PEM bundle trusted in addition to Debian's CAs inside the images")
+    parser.add_argument(
+        "--base-source",
+        choices=("auto", "pull", "debootstrap"),
+        default=os.environ.get("MNH_BASE_SOURCE", "auto"),
+        help="where the Debian base comes from (default: auto = pull, else debootstrap)",
+    )
+    parser.add_argument(
+        "--extra-ca-bundle",
+        default=os.environ.get("MNH_EXTRA_CA_BUNDLE", ""),
+        help="PEM bundle trusted in addition to Debian's CAs inside the images",
+    )
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     parser.add_argument("--print-archive", action="store_true", help="print the archive path of each image")
     args = parser.parse_args(argv)

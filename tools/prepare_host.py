@@ -49,15 +49,20 @@ def install_missing() -> None:
     log(f"installing {' '.join(missing)} from the Debian mirror")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def docker_answers() -> bool:
     if not shutil.which("docker"):
         return False
-    res = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
-                         capture_output=True, text=True, check=False, timeout=30)
+    res = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, check=False, timeout=30
+    )
     return res.returncode == 0
 
 
@@ -69,7 +74,7 @@ def start_docker() -> None:
         subprocess.run(["systemctl", "start", "docker"], check=False)
     if not docker_answers():
         dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
-        log_file = Path("/var/log/multinode-horovod-dockerd.log").open("ab")  # noqa: SIM115
+        log_file = Path("/var/log/multinode-horovod-dockerd.log").open("ab")
         subprocess.Popen([dockerd], stdout=log_file, stderr=log_file, start_new_session=True)
     for _ in range(60):
         if docker_answers():
