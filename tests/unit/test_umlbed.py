@@ -1,0 +1,228 @@
+"""Pure parts of tools/umlbed.py: addresses, names, command lines, the recipe hash, the state files."""
+
+import importlib.util
+import ipaddress
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "umlbed.py"
+spec = importlib.util.spec_from_file_location("umlbed", TOOL)
+assert spec is not None and spec.loader is not None
+umlbed = importlib.util.module_from_spec(spec)
+sys.modules["umlbed"] = umlbed  # dataclasses resolve their module by name
+spec.loader.exec_module(umlbed)
+
+BED = umlbed.Bed("mnhst0", ipaddress.IPv4Network("10.213.57.0/24"))
+
+
+def test_host_takes_the_first_address():
+    assert str(BED.host_address) == "10.213.57.1"
+
+
+@pytest.mark.parametrize("addr", ["10.213.57.10", "10.213.57.254"])
+def test_check_address_accepts_hosts_of_the_subnet(addr):
+    assert str(BED.check_address(addr)) == addr
+
+
+@pytest.mark.parametrize(
+    ("addr", "message"),
+    [
+        ("10.213.58.10", "not a host address of the bed subnet"),
+        ("10.213.57.0", "not a host address"),
+        ("10.213.57.255", "not a host address"),
+        ("10.213.57.1", "the host's address"),
+        ("master", "not an IPv4 address"),
+        ("fd00::1", "not an IPv4 address"),
+    ],
+)
+def test_check_address_refuses_with_a_reason(addr, message):
+    with pytest.raises(umlbed.BedError, match=message):
+        BED.check_address(addr)
+
+
+def test_tap_names_follow_the_address_and_fit_ifnamsiz():
+    assert BED.tap_name(ipaddress.IPv4Address("10.213.57.10")) == "mnhst0-10"
+    wide = umlbed.Bed("mnhst0", ipaddress.IPv4Network("10.213.0.0/16"))
+    assert wide.tap_name(ipaddress.IPv4Address("10.213.1.2")) == "mnhst0-258"
+    too_long = umlbed.Bed("mnhstorage0", ipaddress.IPv4Network("10.213.0.0/16"))
+    with pytest.raises(umlbed.BedError, match="too long"):
+        too_long.tap_name(ipaddress.IPv4Address("10.213.250.1"))
+
+
+def test_mac_is_local_unicast_and_stable():
+    mac = umlbed.mac_for(ipaddress.IPv4Address("10.213.57.11"))
+    assert mac == "02:6d:6e:d5:39:0b"
+    first = int(mac.split(":")[0], 16)
+    assert first & 0b10 and not first & 0b1  # locally administered, unicast
+    assert umlbed.mac_for(ipaddress.IPv4Address("10.213.57.12")) != mac
+
+
+def test_forward_rules_accept_within_the_bridge_and_drop_the_rest():
+    accept, drop = BED.forward_rules()
+    assert accept[:5] == ["FORWARD", "-i", "mnhst0", "-o", "mnhst0"]
+    assert accept[-2:] == ["-j", "ACCEPT"]
+    assert drop[:6] == ["FORWARD", "-i", "mnhst0", "!", "-o", "mnhst0"]
+    assert drop[-2:] == ["-j", "DROP"]
+    for rule in (accept, drop):
+        assert umlbed.RULE_COMMENT in rule  # so a human can tell whose rule it is
+
+
+@pytest.mark.parametrize("name", ["master", "worker1", "w-2"])
+def test_check_name_accepts(name):
+    assert umlbed.check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Master", "1st", "a b", "x" * 25, "../etc"])
+def test_check_name_refuses(name):
+    with pytest.raises(umlbed.BedError, match="must match"):
+        umlbed.check_name(name)
+
+
+def test_parse_pairs():
+    assert umlbed.parse_pairs(["master", "10.0.0.2", "worker1", "10.0.0.3"]) == [
+        ("master", "10.0.0.2"),
+        ("worker1", "10.0.0.3"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        ([], "pairs"),
+        (["master"], "pairs"),
+        (["master", "10.0.0.2", "worker1"], "pairs"),
+        (["a", "10.0.0.2", "a", "10.0.0.3"], "name given twice: a"),
+        (["a", "10.0.0.2", "b", "10.0.0.2"], "address given twice: 10.0.0.2"),
+    ],
+)
+def test_parse_pairs_refuses(words, message):
+    with pytest.raises(umlbed.BedError, match=message):
+        umlbed.parse_pairs(words)
+
+
+def test_kernel_cmdline():
+    argv = umlbed.kernel_cmdline(
+        umid="mnhst0-master",
+        uml_dir=Path("/state/uml"),
+        mem="512M",
+        cow=Path("/state/instances/master/disk.cow"),
+        base=Path("/cache/abc/base.img"),
+        tap="mnhst0-10",
+        mac="02:6d:6e:d5:39:0a",
+        name="master",
+        ip=ipaddress.IPv4Address("10.213.57.10"),
+        bed=BED,
+    )
+    assert "ubd0=/state/instances/master/disk.cow,/cache/abc/base.img" in argv
+    assert "root=/dev/ubda" in argv
+    assert "eth0=tuntap,mnhst0-10,02:6d:6e:d5:39:0a" in argv
+    assert "ip=10.213.57.10::10.213.57.1:255.255.255.0::eth0:off" in argv
+    assert "systemd.hostname=master" in argv
+    assert "umid=mnhst0-master" in argv
+    assert "uml_dir=/state/uml" in argv
+    # The console goes to stdout (the console log), nothing reads stdin.
+    assert "con0=null,fd:1" in argv
+    assert "con=null" in argv
+
+
+def test_ssh_argv_uses_the_bed_key_only():
+    argv = umlbed.ssh_argv(Path("/cache/abc/bed_key"), "10.213.57.10", ["true"])
+    assert argv[0] == "ssh"
+    assert argv[argv.index("-i") + 1] == "/cache/abc/bed_key"
+    assert "IdentitiesOnly=yes" in argv
+    assert "BatchMode=yes" in argv
+    assert argv[-2:] == ["root@10.213.57.10", "true"]
+
+
+def test_recipe_hash_follows_every_input():
+    base = umlbed.recipe("6.1.176", b"dep")
+    digest = umlbed.recipe_hash(base)
+    assert len(digest) == 16
+    assert umlbed.recipe_hash(umlbed.recipe("6.1.176", b"dep")) == digest
+    assert umlbed.recipe_hash(umlbed.recipe("6.1.177", b"dep")) != digest
+    assert umlbed.recipe_hash(umlbed.recipe("6.1.176", b"other")) != digest
+    changed = dict(base, files={**base["files"], "/etc/extra": "x"})
+    assert umlbed.recipe_hash(changed) != digest
+
+
+def test_recipe_script_installs_everything_and_blocks_nothing_left():
+    script = umlbed.chroot_script(umlbed.PACKAGES)
+    for pkg in ("nfs-kernel-server", "nfs-common", "openssh-server", "python3-apt", "systemd-sysv"):
+        assert pkg in script
+    assert "iptables-legacy" in script
+    assert "systemctl disable nfs-server.service" in script
+
+
+def test_kernel_version_needs_exactly_one_tree(tmp_path):
+    with pytest.raises(umlbed.BedError, match="found none"):
+        umlbed.kernel_version(tmp_path)
+    (tmp_path / "6.1.176").mkdir()
+    (tmp_path / "6.1.176" / "modules.dep").write_text("")
+    assert umlbed.kernel_version(tmp_path) == "6.1.176"
+    (tmp_path / "6.1.177").mkdir()
+    (tmp_path / "6.1.177" / "modules.dep").write_text("")
+    with pytest.raises(umlbed.BedError, match="expected one"):
+        umlbed.kernel_version(tmp_path)
+
+
+def test_missing_commands_names_the_packages(tmp_path):
+    missing = umlbed.missing_commands(path=str(tmp_path))
+    assert missing["linux.uml"] == "user-mode-linux"
+    assert missing["uml_mconsole"] == "uml-utilities"
+    exe = tmp_path / "linux.uml"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    assert "linux.uml" not in umlbed.missing_commands(path=str(tmp_path))
+
+
+def test_instance_state_round_trip_and_broken_files_are_skipped(tmp_path):
+    inst = umlbed.Instance(
+        name="master",
+        address="10.213.57.10",
+        tap="mnhst0-10",
+        mac="02:6d:6e:d5:39:0a",
+        umid="mnhst0-master",
+        base="/cache/abc/base.img",
+        cow=str(tmp_path / "instances/master/disk.cow"),
+        console=str(tmp_path / "instances/master/console.log"),
+        pid=1234,
+    )
+    umlbed.save_instance(tmp_path, inst)
+    broken = tmp_path / "instances" / "junk" / "instance.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    assert umlbed.load_instances(tmp_path) == [inst]
+    assert inst.key == Path("/cache/abc/bed_key")
+    assert json.loads((tmp_path / "instances/master/instance.json").read_text())["pid"] == 1234
+
+
+def test_bed_state_defaults_to_nothing_created(tmp_path):
+    assert umlbed.load_bed_state(tmp_path) == {"bridge": None, "rules": []}
+    umlbed.save_bed_state(tmp_path, {"bridge": "mnhst0", "rules": [["FORWARD", "-j", "ACCEPT"]]})
+    assert umlbed.load_bed_state(tmp_path)["rules"] == [["FORWARD", "-j", "ACCEPT"]]
+
+
+def test_pid_alive_checks_the_umid():
+    # This test process is alive but is not a UML kernel of that umid.
+    assert not umlbed.pid_alive(os.getpid(), "mnhst0-master")
+    assert not umlbed.pid_alive(2**22 + 1, "mnhst0-master")
+
+
+def test_cli_refuses_odd_pairs_before_touching_anything(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(umlbed, "preflight", lambda: None)
+    monkeypatch.setattr(umlbed.os, "geteuid", lambda: 0)
+    rc = umlbed.main(["--state-dir", str(tmp_path / "state"), "--cache-dir", str(tmp_path / "cache"), "up", "m"])
+    assert rc == 1
+    assert "pairs" in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_tail_text_drops_colours_and_blank_lines():
+    text = "a\r\n\r\n[\x1b[0;32m  OK  \x1b[0m] Started b\r\n\r\nc\n"
+    assert umlbed.tail_text(text, 2) == "[  OK  ] Started b\nc"
+    assert umlbed.tail_text("", 5) == "(empty)"
