@@ -10,6 +10,7 @@ BIN := $(abspath $(VENV))/bin
 CACHE := $(abspath .cache)
 # Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
 SCENARIOS ?= nfs_server nfs_client storage
+# molecule/<scenario>/images lists the images (tools/images.py names) a scenario needs built first.
 SCENARIO ?=
 
 export PATH := $(BIN):$(PATH)
@@ -20,7 +21,7 @@ export NO_COLOR ?= 1
 # Images trust what this machine trusts (a TLS-inspecting proxy's CA included); override to change.
 export MNH_EXTRA_CA_BUNDLE ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
 
-.PHONY: help prepare venv images lint unit molecule test clean
+.PHONY: help prepare venv images lint unit molecule test lab lab-down clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -57,12 +58,20 @@ molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one
 	@for s in $(or $(SCENARIO),$(SCENARIOS)); do \
 	  start=$$(date +%s); \
 	  echo "=== molecule scenario $$s"; \
-	  $(PYTHON) tools/images.py $$(grep -v '^#' molecule/$$s/images 2>/dev/null || echo base); \
+	  imgs=$$(grep -hv '^#' molecule/$$s/images 2>/dev/null | xargs || true); \
+	  [ -z "$$imgs" ] || $(PYTHON) tools/images.py $$imgs; \
 	  $(BIN)/molecule test -s $$s || exit 1; \
 	  echo "=== molecule scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
 	done
 
 test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
+
+lab: prepare venv ## Create the local lab (3 machines) and run the site on it, ending with a training run
+	$(PYTHON) tools/lab.py up
+	$(PYTHON) tools/lab.py site
+
+lab-down: ## Remove everything `make lab` created (machines, volumes, network, lab key and share)
+	$(PYTHON) tools/lab.py down
 
 clean: ## Remove the virtualenv and local caches (images stay in Docker)
 	rm -rf $(VENV) .cache
