@@ -1,0 +1,237 @@
+"""Unit tests of plugins/filter/docker_horovod.py (the docker_horovod role's parsing and validation)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+_PATH = Path(__file__).resolve().parents[2] / "plugins" / "filter" / "docker_horovod.py"
+_SPEC = importlib.util.spec_from_file_location("docker_horovod_filters", _PATH)
+assert _SPEC and _SPEC.loader
+f = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(f)
+
+# Real `lspci -n` lines of a DGX-like server: 2 GPUs, an NVIDIA audio function, an NVSwitch, and
+# a non-NVIDIA VGA controller (the BMC's).
+LSPCI = """\
+00:00.0 0600: 8086:2020 (rev 04)
+03:00.0 0300: 1a03:2000 (rev 41)
+3b:00.0 0302: 10de:20b2 (rev a1)
+3b:00.1 0403: 10de:1aef (rev a1)
+5e:00.0 0302: 10de:20b2 (rev a1)
+c1:00.0 0680: 10de:1af1 (rev a1)
+"""
+
+NVIDIA_SMI = """\
+GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-11111111-2222-3333-4444-555555555555)
+  MIG 3g.40gb     Device  0: (UUID: MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee)
+GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-66666666-7777-8888-9999-000000000000)
+"""
+
+
+def test_gpu_count_pci_counts_only_nvidia_display_controllers() -> None:
+    assert f.gpu_count_pci(LSPCI) == 2
+
+
+def test_gpu_count_pci_vga_class_and_domain_prefix() -> None:
+    assert f.gpu_count_pci("0000:01:00.0 0300: 10de:1b80 (rev a1)\n") == 1
+
+
+@pytest.mark.parametrize("output", ["", None, "00:02.0 0300: 8086:3e92\n", "lspci: command not found"])
+def test_gpu_count_pci_none(output: str | None) -> None:
+    assert f.gpu_count_pci(output) == 0  # type: ignore[arg-type]
+
+
+def test_gpu_count_smi_ignores_mig_lines() -> None:
+    assert f.gpu_count_smi(NVIDIA_SMI) == 2
+
+
+@pytest.mark.parametrize(
+    "output",
+    ["", None, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "No devices found."],
+)
+def test_gpu_count_smi_none(output: str | None) -> None:
+    assert f.gpu_count_smi(output) == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("16g", 16 * 1024**3),
+        ("16G", 16 * 1024**3),
+        ("16gb", 16 * 1024**3),
+        ("1536m", 1536 * 1024**2),
+        ("64k", 64 * 1024),
+        ("2t", 2 * 1024**4),
+        ("1024", 1024),
+        ("1024b", 1024),
+        (1024, 1024),
+    ],
+)
+def test_size_bytes(value: object, expected: int) -> None:
+    assert f.size_bytes(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "lots", "1.5g", "-1g", "0", "0g", "16x", "g", "16 gigs", None, True, 0, -5])
+def test_size_bytes_rejects(value: object) -> None:
+    assert f.size_bytes(value) is None
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("horovod/horovod:0.28.1", {"name": "horovod/horovod", "tag": "0.28.1", "digest": ""}),
+        ("horovod/horovod", {"name": "horovod/horovod", "tag": "", "digest": ""}),
+        (
+            "multinode-horovod/horovod-cpu:local",
+            {"name": "multinode-horovod/horovod-cpu", "tag": "local", "digest": ""},
+        ),
+        (
+            "registry.local:5000/ml/horovod:0.28.1",
+            {"name": "registry.local:5000/ml/horovod", "tag": "0.28.1", "digest": ""},
+        ),
+        ("localhost:5000/horovod", {"name": "localhost:5000/horovod", "tag": "", "digest": ""}),
+        (
+            "horovod/horovod:0.28.1@sha256:" + "a" * 64,
+            {"name": "horovod/horovod", "tag": "0.28.1", "digest": "sha256:" + "a" * 64},
+        ),
+    ],
+)
+def test_image_reference(ref: str, expected: dict[str, str]) -> None:
+    assert f.image_reference(ref) == expected
+
+
+@pytest.mark.parametrize("ref", ["", None, "Horovod/Horovod:1", "horovod:", "horovod/horovod:0.28.1 ", "a//b:1"])
+def test_image_reference_invalid(ref: str | None) -> None:
+    assert f.image_reference(ref) is None
+
+
+IDLE = [
+    r"^/sbin/docker-init( |$)",
+    r"^/bin/sh /etc/multinode-horovod/container/supervisor\.sh$",
+    r"^sleep [0-9.]+$",
+    r"^(sshd: )?/usr/sbin/sshd -D -e -f /etc/multinode-horovod/sshd/sshd_config",
+]
+
+TOP_IDLE = (
+    "PID                 COMMAND\n"
+    "4101                /sbin/docker-init -- /bin/sh /etc/multinode-horovod/container/supervisor.sh\n"
+    "4120                /bin/sh /etc/multinode-horovod/container/supervisor.sh\n"
+    "4188                sshd: /usr/sbin/sshd -D -e -f /etc/multinode-horovod/sshd/sshd_config"
+    " [listener] 0 of 10-100 startups\n"
+)
+
+
+def test_job_processes_idle_container() -> None:
+    assert f.job_processes(TOP_IDLE, IDLE) == []
+
+
+def test_job_processes_sleeping_supervisor() -> None:
+    assert f.job_processes(TOP_IDLE + "4200                sleep 2\n", IDLE) == []
+
+
+def test_job_processes_training_and_ssh_sessions_are_jobs() -> None:
+    top = TOP_IDLE + (
+        "4301                sshd: root@notty\n"
+        "4302                python train.py --epochs 90\n"
+        "4303                horovodrun -np 2 -H a:1,b:1 -p 12345 python train.py\n"
+    )
+    assert f.job_processes(top, IDLE) == [
+        "4301 sshd: root@notty",
+        "4302 python train.py --epochs 90",
+        "4303 horovodrun -np 2 -H a:1,b:1 -p 12345 python train.py",
+    ]
+
+
+def test_job_processes_extra_idle_pattern() -> None:
+    top = TOP_IDLE + "4400                /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888\n"
+    assert f.job_processes(top, [*IDLE, "jupyter-lab"]) == []
+
+
+def test_job_processes_without_header_and_empty() -> None:
+    assert f.job_processes("", IDLE) == []
+    assert f.job_processes("12 python x.py\n", IDLE) == ["12 python x.py"]
+
+
+def test_job_processes_bad_pattern() -> None:
+    with pytest.raises(AnsibleFilterError, match="invalid regular expression"):
+        f.job_processes(TOP_IDLE, ["("])
+
+
+def test_invalid_regexes() -> None:
+    assert f.invalid_regexes(["ok", "(", "[a-"]) == ["(", "[a-"]
+    assert f.invalid_regexes([]) == []
+
+
+PIP_LIST = json.dumps(
+    [
+        {"name": "tqdm", "version": "4.66.1"},
+        {"name": "tensorboardX", "version": "2.6"},
+        {"name": "mnh_probe", "version": "1.0.0"},
+    ]
+)
+
+
+def test_pip_missing_nothing_when_pinned_versions_installed() -> None:
+    wanted = [
+        {"name": "tqdm", "version": "4.66.1"},
+        {"name": "TensorBoardX", "version": "2.6"},
+        {"name": "mnh-probe", "version": "1.0.0"},
+    ]
+    assert f.pip_missing(PIP_LIST, wanted) == []
+
+
+def test_pip_missing_absent_and_other_version() -> None:
+    wanted = [{"name": "tqdm", "version": "4.66.2"}, {"name": "numpy", "version": "1.26.4"}]
+    assert f.pip_missing(PIP_LIST, wanted) == ["tqdm==4.66.2", "numpy==1.26.4"]
+
+
+def test_pip_missing_accepts_parsed_list() -> None:
+    assert f.pip_missing(json.loads(PIP_LIST), [{"name": "tqdm", "version": "4.66.1"}]) == []
+
+
+def test_pip_missing_rejects_garbage() -> None:
+    with pytest.raises(AnsibleFilterError):
+        f.pip_missing('{"not": "a list"}', [])
+
+
+def test_bind_specs() -> None:
+    volumes = [
+        {"source": "/scratch", "target": "/scratch"},
+        {"source": "/opt/datasets", "target": "/datasets", "read_only": True},
+        {"source": "/srv/a", "target": "/a", "read_only": False},
+    ]
+    assert f.bind_specs(volumes) == ["/scratch:/scratch:rw", "/opt/datasets:/datasets:ro", "/srv/a:/a:rw"]
+    assert f.bind_specs([]) == []
+
+
+def test_device_specs_defaults() -> None:
+    devices = [
+        {"path": "/dev/infiniband"},
+        {"path": "/dev/nvidia-caps", "container_path": "", "permissions": ""},
+        {"path": "/dev/fuse", "container_path": "/dev/fuse0", "permissions": "rw"},
+    ]
+    assert f.device_specs(devices) == [
+        "/dev/infiniband:/dev/infiniband:rwm",
+        "/dev/nvidia-caps:/dev/nvidia-caps:rwm",
+        "/dev/fuse:/dev/fuse0:rw",
+    ]
+
+
+def test_filter_names() -> None:
+    names = f.FilterModule().filters()
+    assert set(names) == {
+        "docker_horovod_gpu_count_pci",
+        "docker_horovod_gpu_count_smi",
+        "docker_horovod_size_bytes",
+        "docker_horovod_image_reference",
+        "docker_horovod_invalid_regexes",
+        "docker_horovod_job_processes",
+        "docker_horovod_pip_missing",
+        "docker_horovod_bind_specs",
+        "docker_horovod_device_specs",
+    }
