@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""The local lab: three Docker-in-Docker machines that stand in for GPU servers (DESIGN.md "The lab").
+
+``up`` creates (or reuses) the machines ``lab-master``, ``lab-worker1`` and ``lab-worker2`` from the
+``machine`` image on a private bridge, each with systemd, sshd and its own Docker storage, and one
+host directory mounted at ``/data1/share`` in all three (this kernel cannot mount NFS). They are
+reached over ssh like production hosts: a lab key is authorised in each and their host keys are
+pinned in a known_hosts file read through ``docker exec`` (an authenticated channel), never by
+trust on first use. The CPU Horovod image travels the air-gapped way, as an archive on the share.
+
+``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
+``org.multinode-horovod.lab``), plus the lab's key and share under ``.cache/lab``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LABEL = "org.multinode-horovod.lab"
+MACHINE_IMAGE = "multinode-horovod/machine:local"
+CPU_IMAGE = "horovod-cpu"
+NETWORK = "mnh-lab"
+SUBNET = "10.213.9.0/24"
+DIND_CAPS = ("SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "NET_RAW")
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    address: str
+
+    @property
+    def container(self) -> str:
+        return f"mnh-{self.name}"
+
+
+MACHINES = (
+    Machine("lab-master", "10.213.9.11"),
+    Machine("lab-worker1", "10.213.9.12"),
+    Machine("lab-worker2", "10.213.9.13"),
+)
+
+
+def log(msg: str) -> None:
+    print(f"[lab] {msg}", flush=True)
+
+
+def run(argv: Sequence[str], *, check: bool = True, capture: bool = True) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(list(argv), text=True, capture_output=capture, check=False)
+    if check and res.returncode != 0:
+        detail = (res.stderr or res.stdout or "").strip() if capture else ""
+        raise SystemExit(f"lab: {' '.join(argv)} failed (rc {res.returncode}): {detail}")
+    return res
+
+
+class Timer:
+    """Says what a long step does and how long it took."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.start = 0.0
+
+    def __enter__(self) -> Timer:
+        log(f"{self.what} ...")
+        self.start = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            log(f"{self.what}: done in {time.monotonic() - self.start:.0f}s")
+
+
+def lab_dir() -> Path:
+    return REPO / ".cache" / "lab"
+
+
+def machine_run_argv(machine: Machine, share: Path) -> list[str]:
+    """docker run arguments for one lab machine (DinD without --privileged, see DESIGN.md)."""
+    argv = ["docker", "run", "-d", "--name", machine.container, "--hostname", machine.name]
+    argv += ["--label", f"{LABEL}=machine", "--network", NETWORK, "--ip", machine.address]
+    for cap in DIND_CAPS:
+        argv += ["--cap-add", cap]
+    argv += ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
+    argv += ["--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"]
+    argv += ["--tmpfs", "/run", "--tmpfs", "/run/lock", "-e", "container=docker"]
+    argv += ["--mount", f"type=volume,src={machine.container}-docker,dst=/var/lib/docker,volume-label={LABEL}=docker"]
+    argv += ["-v", f"{share}:/data1/share"]
+    argv.append(MACHINE_IMAGE)
+    return argv
+
+
+def exists(kind: str, name: str) -> bool:
+    return run(["docker", kind, "inspect", name], check=False).returncode == 0
+
+
+def ensure_images() -> Path:
+    with Timer("build or reuse the machine and CPU Horovod images (cached by recipe hash)"):
+        run([sys.executable, str(REPO / "tools" / "images.py"), "machine"], capture=False)
+        out = run([sys.executable, str(REPO / "tools" / "images.py"), CPU_IMAGE, "--print-archive"])
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def ensure_key(ssh_dir: Path) -> Path:
+    key = ssh_dir / "id_ed25519"
+    if not key.exists():
+        ssh_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "multinode-horovod-lab", "-f", str(key)])
+    return key
+
+
+def place_archive(archive: Path, share: Path) -> None:
+    """Put the image archive on the share; a hard link when possible (no copy of gigabytes)."""
+    target = share / "images" / "horovod-cpu.tar"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and os.path.samefile(target, archive):
+        return
+    tmp = target.with_suffix(".tar.part")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(archive, tmp)
+    except OSError:
+        with Timer(f"copy {archive.name} onto the share"):
+            run(["cp", str(archive), str(tmp)])
+    tmp.replace(target)
+
+
+def ensure_network() -> None:
+    if not exists("network", NETWORK):
+        run(["docker", "network", "create", "--label", f"{LABEL}=network", "--subnet", SUBNET, NETWORK])
+
+
+def wait_ready(machine: Machine, timeout: float = 120) -> str:
+    """Wait for sshd and the host key made at first boot; return the host public key."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        res = run(
+            [
+                "docker",
+                "exec",
+                machine.container,
+                "sh",
+                "-c",
+                "systemctl is-active --quiet ssh && cat /etc/ssh/ssh_host_ed25519_key.pub",
+            ],
+            check=False,
+        )
+        if res.returncode == 0 and res.stdout.startswith("ssh-ed25519 "):
+            return res.stdout.strip()
+        time.sleep(1)
+    raise SystemExit(f"lab: {machine.name} did not start sshd within {timeout:.0f}s (docker logs {machine.container})")
+
+
+def authorise(machine: Machine, pubkey: str) -> None:
+    script = (
+        "install -d -m 700 /root/.ssh && touch /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"
+        f" && (grep -qxF '{pubkey}' /root/.ssh/authorized_keys || echo '{pubkey}' >> /root/.ssh/authorized_keys)"
+    )
+    run(["docker", "exec", machine.container, "sh", "-c", script])
+
+
+def wait_ssh(machine: Machine, key: Path, known_hosts: Path, timeout: float = 60) -> None:
+    argv = [
+        "ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+        "-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes",
+        "-o", "ConnectTimeout=5", f"root@{machine.address}", "true",
+    ]  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while True:
+        res = run(argv, check=False)
+        if res.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"lab: ssh to {machine.name} ({machine.address}) failed: {res.stderr.strip()}")
+        time.sleep(1)
+
+
+def up() -> None:
+    start = time.monotonic()
+    archive = ensure_images()
+    base = lab_dir()
+    share = base / "share"
+    share.mkdir(parents=True, exist_ok=True)
+    place_archive(archive, share)
+    key = ensure_key(base / "ssh")
+    pubkey = key.with_suffix(".pub").read_text().strip()
+    ensure_network()
+    with Timer("start the lab machines"):
+        for machine in MACHINES:
+            state = run(["docker", "inspect", "-f", "{{.State.Running}}", machine.container], check=False)
+            if state.returncode != 0:
+                run(machine_run_argv(machine, share))
+            elif state.stdout.strip() != "true":
+                run(["docker", "start", machine.container])
+        host_keys = {m: wait_ready(m) for m in MACHINES}
+    known_hosts = base / "ssh" / "known_hosts"
+    known_hosts.write_text("".join(f"{m.address} {k}\n" for m, k in host_keys.items()))
+    for machine in MACHINES:
+        authorise(machine, pubkey)
+        wait_ssh(machine, key, known_hosts)
+    log(f"lab machines up in {time.monotonic() - start:.0f}s: " + ", ".join(f"{m.name}={m.address}" for m in MACHINES))
+
+
+def down() -> None:
+    with Timer("remove the lab machines, their volumes and the lab network"):
+        ids = run(["docker", "ps", "-aq", "--filter", f"label={LABEL}"]).stdout.split()
+        if ids:
+            run(["docker", "rm", "-f", "-v", *ids])
+        vols = run(["docker", "volume", "ls", "-q", "--filter", f"label={LABEL}"]).stdout.split()
+        if vols:
+            run(["docker", "volume", "rm", *vols])
+        if exists("network", NETWORK):
+            run(["docker", "network", "rm", NETWORK])
+        run(["rm", "-rf", str(lab_dir())])
+
+
+RECAP_RE = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
+
+
+def playbook(*extra: str) -> tuple[float, int, str]:
+    """Run the site on the lab; return wall seconds, total changed, and the output."""
+    env = dict(os.environ, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_roles", ANSIBLE_NOCOLOR="1")
+    argv = ["ansible-playbook", "site.yml", "-i", "inventories/lab", *extra]
+    log(" ".join(argv))
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        lines.append(line)
+    rc = proc.wait()
+    wall = time.monotonic() - start
+    out = "".join(lines)
+    if rc != 0:
+        raise SystemExit(f"lab: the site failed (rc {rc}) after {wall:.0f}s")
+    changed = sum(int(m.group(3)) for m in RECAP_RE.finditer(out))
+    return wall, changed, out
+
+
+def site() -> None:
+    """Converge the site on the lab, then again to show the no-op re-run, and report both."""
+    first, first_changed, _ = playbook()
+    second, second_changed, _ = playbook()
+    run_name = time.strftime("timing-%Y%m%d-%H%M%S")
+    launch, _, _ = playbook("--tags", "launch", "-e", f"horovod_run_name={run_name}")
+    by_hand = hand_typed_launch(run_name)
+    report = [
+        "lab measurements (this machine: " + machine_summary() + ")",
+        f"  converge (first run here):   {first:6.0f}s  changed={first_changed}",
+        f"  no-op re-run:                {second:6.0f}s  changed={second_changed}"
+        f"  ratio {second / first:.2f} of the first run",
+        f"  launch role, new run:        {launch:6.0f}s  (preflight, workspace, launch, watch, summary)",
+        f"  the same horovodrun by hand: {by_hand:6.0f}s",
+    ]
+    (lab_dir() / "measurements.txt").write_text("\n".join(report) + "\n")
+    print("\n".join(report), flush=True)
+    if second_changed:
+        raise SystemExit(f"lab: the re-run changed {second_changed} things; it must change nothing")
+
+
+def hand_typed_launch(run_name: str) -> float:
+    """Run the launch script the role wrote, by hand in the master's container, and time it."""
+    script = f"/data1/share/runs/{run_name}/horovod-launch.sh"
+    by_hand = f"/data1/share/runs/{run_name}-by-hand"
+    # The same horovodrun line, with its own output directory so the role's run stays as it was.
+    command = (
+        f"mkdir -p {by_hand} && sed -e 's#/runs/{run_name}#/runs/{run_name}-by-hand#g' {script} > {by_hand}/run.sh"
+        f" && sh {by_hand}/run.sh"
+    )
+    log(f"the same horovodrun by hand: docker exec horovod sh -c '{command}'")
+    start = time.monotonic()
+    run(["docker", "exec", MACHINES[0].container, "docker", "exec", "horovod", "sh", "-c", command])
+    return time.monotonic() - start
+
+
+def machine_summary() -> str:
+    cpus = os.cpu_count() or 0
+    mem = 0
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) // (1024 * 1024)
+    return f"{cpus} cores, {mem} GiB"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("up", "site", "down"))
+    args = parser.parse_args(argv)
+    {"up": up, "site": site, "down": down}[args.action]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
