@@ -71,14 +71,15 @@ def parent_of(name: str) -> str | None:
 
 
 def known() -> list[str]:
-    return sorted(p.name for p in RECIPES.iterdir() if (p / "Dockerfile").is_file() or p.name == "base")
+    """``base`` (made by this tool, no recipe directory needed) and every ``images/<name>/Dockerfile``."""
+    return ["base", *sorted(p.name for p in RECIPES.iterdir() if (p / "Dockerfile").is_file())]
 
 
 def recipe_hash(name: str, extra_ca: bytes) -> str:
     digest = hashlib.sha256()
     digest.update(name.encode())
     recipe_dir = RECIPES / name
-    for path in sorted(recipe_dir.rglob("*")):
+    for path in sorted(recipe_dir.rglob("*")) if recipe_dir.is_dir() else []:
         if path.is_file():
             digest.update(str(path.relative_to(recipe_dir)).encode())
             digest.update(path.read_bytes())
