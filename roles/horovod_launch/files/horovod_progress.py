@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# Copyright: multinode.horovod developers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Wait a little for a horovod_launch run and print one line about it.
+
+``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run
+directory is on the share, at the same path as in the container). It returns as soon as the run
+has finished, or after WAIT_SECONDS, and prints exactly one line:
+
+* ``finished rc=N after Ss`` - the wrapper wrote ``rc`` (and ``started``/``finished``);
+* ``running Ss | LAST LINE`` - the last non-empty line horovodrun printed so far;
+* ``starting`` - the wrapper has not written ``started`` yet.
+
+The role's poll loop stops on the first ``finished`` line and shows the others as progress.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+LAST_LINE_MAX = 160
+TAIL_BYTES = 8192
+
+
+def read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def last_line(path: Path) -> str:
+    """The last non-empty line of a file, read from its end only (logs grow large)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for raw in reversed(lines):
+        line = raw.strip()
+        if line:
+            return line if len(line) <= LAST_LINE_MAX else line[: LAST_LINE_MAX - 3] + "..."
+    return ""
+
+
+def status(run_dir: Path, now: float) -> tuple[bool, str]:
+    rc = read_int(run_dir / "rc")
+    started = read_int(run_dir / "started")
+    if rc is not None:
+        finished = read_int(run_dir / "finished")
+        duration = max(0, finished - started) if finished is not None and started is not None else 0
+        return True, f"finished rc={rc} after {duration}s"
+    if started is None:
+        return False, "starting"
+    line = last_line(run_dir / "launcher.log") or "(no output yet)"
+    return False, f"running {max(0, int(now) - started)}s | {line}"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: horovod_progress.py RUN_DIR WAIT_SECONDS", file=sys.stderr)
+        return 2
+    run_dir, wait = Path(argv[0]), float(argv[1])
+    deadline = time.monotonic() + wait
+    while True:
+        done, line = status(run_dir, time.time())
+        if done or time.monotonic() >= deadline:
+            print(line)
+            return 0
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,294 @@
+"""Unit tests for plugins/filter/horovod_hosts.py, imported from this checkout."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "filter" / "horovod_hosts.py"
+_spec = importlib.util.spec_from_file_location("horovod_hosts_filter", PLUGIN)
+assert _spec is not None and _spec.loader is not None
+hh = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hh)
+
+TWO = [
+    {"name": "node-a", "address": "192.0.2.10", "slots": 4},
+    {"name": "node-b", "address": "192.0.2.11", "slots": 2},
+]
+
+CHECK_BUILD = """
+Horovod v0.28.1:
+
+Available Frameworks:
+    [ ] TensorFlow
+    [X] PyTorch
+    [ ] MXNet
+
+Available Controllers:
+    [ ] MPI
+    [X] Gloo
+
+Available Tensor Operations:
+    [ ] NCCL
+    [ ] DDL
+    [ ] CCL
+    [ ] MPI
+    [X] Gloo
+"""
+
+GLOO_FAILURE = """\
+[1]<stdout>:rank 1 ok
+Process 2 exit with status code 1.
+Terminating remaining workers after failure of Process 2.
+Process 0 exit with status code 143.
+Traceback (most recent call last):
+RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job \
+to be terminated. The first process to do so was:
+Process name: 2
+Exit code: 1
+"""
+
+
+def test_filters_are_registered():
+    filters = hh.FilterModule().filters()
+    assert set(filters) == {
+        "horovod_hosts",
+        "horovod_hostfile",
+        "horovod_total_slots",
+        "horovod_hosts_errors",
+        "horovod_failed_rank",
+        "horovod_rank_dir",
+        "horovod_rank_hosts",
+        "horovod_check_build",
+    }
+    assert filters["horovod_hosts"] is hh.hosts_arg
+
+
+def test_every_filter_has_its_documentation_file():
+    for name in hh.FilterModule().filters():
+        doc = PLUGIN.parent / f"{name}.yml"
+        assert doc.is_file(), doc
+        text = doc.read_text()
+        for section in ("DOCUMENTATION:", "EXAMPLES:", "RETURN:", f"name: {name}"):
+            assert section in text, f"{doc}: {section}"
+
+
+def test_hosts_arg_uses_addresses_by_default():
+    assert hh.hosts_arg(TWO) == "192.0.2.10:4,192.0.2.11:2"
+
+
+def test_hosts_arg_by_name_keeps_order():
+    hosts = [TWO[1], TWO[0]]
+    assert hh.hosts_arg(hosts, "name") == "node-b:2,node-a:4"
+
+
+def test_single_host():
+    assert hh.hosts_arg([{"name": "localhost", "address": "127.0.0.1", "slots": 1}]) == "127.0.0.1:1"
+
+
+def test_hostfile_text():
+    assert hh.hostfile(TWO) == "192.0.2.10 slots=4\n192.0.2.11 slots=2\n"
+    assert hh.hostfile(TWO, key="name") == "node-a slots=4\nnode-b slots=2\n"
+
+
+THREE = [
+    {"name": "a", "address": "10.0.0.1", "slots": 2},
+    {"name": "b", "address": "10.0.0.2", "slots": 2},
+    {"name": "c", "address": "10.0.0.3", "slots": 2},
+]
+
+
+@pytest.mark.parametrize(
+    ("np", "expected"),
+    [
+        (None, "10.0.0.1:2,10.0.0.2:2,10.0.0.3:2"),
+        (6, "10.0.0.1:2,10.0.0.2:2,10.0.0.3:2"),
+        (5, "10.0.0.1:2,10.0.0.2:2,10.0.0.3:1"),
+        (3, "10.0.0.1:2,10.0.0.2:1"),
+        (1, "10.0.0.1:1"),
+        ("4", "10.0.0.1:2,10.0.0.2:2"),
+    ],
+)
+def test_hosts_arg_trims_to_np(np, expected):
+    # horovodrun's Gloo launcher starts one process per listed slot whatever -np says.
+    assert hh.hosts_arg(THREE, np=np) == expected
+
+
+def test_hostfile_trims_to_np():
+    assert hh.hostfile(THREE, "name", 3) == "a slots=2\nb slots=1\n"
+
+
+@pytest.mark.parametrize("np", [0, 7, -1, "x", True])
+def test_np_outside_the_slots_is_rejected(np):
+    with pytest.raises(AnsibleFilterError, match="np must be a whole number from 1 to the 6 slots"):
+        hh.hosts_arg(THREE, np=np)
+
+
+def test_rank_hosts_follow_horovod_assignment():
+    assert hh.rank_hosts(THREE) == ["a", "a", "b", "b", "c", "c"]
+    assert hh.rank_hosts(THREE, 3) == ["a", "a", "b"]
+    one_each = [{"name": n, "address": f"10.0.1.{i}", "slots": 1} for i, n in enumerate("xyz")]
+    assert hh.rank_hosts(one_each, 3)[2] == "z"
+
+
+def test_total_slots():
+    assert hh.total_slots(TWO) == 6
+
+
+def test_slots_as_digit_string_is_accepted():
+    hosts = [{"name": "a", "address": "a.example", "slots": "3"}]
+    assert hh.hosts_arg(hosts) == "a.example:3"
+    assert hh.total_slots(hosts) == 3
+
+
+@pytest.mark.parametrize("slots", [0, -1, "0", "two", "", None, 1.5, True, False, [2], "1.0"])
+def test_bad_slots_are_rejected(slots):
+    hosts = [{"name": "node-a", "address": "192.0.2.10", "slots": slots}]
+    errors = hh.host_errors(hosts)
+    assert len(errors) == 1
+    assert "host 0 (node-a): slots must be a whole number of 1 or more" in errors[0]
+    with pytest.raises(AnsibleFilterError, match=r"host 0 \(node-a\): slots must be a whole number"):
+        hh.hosts_arg(hosts)
+    with pytest.raises(AnsibleFilterError):
+        hh.hostfile(hosts)
+    with pytest.raises(AnsibleFilterError):
+        hh.total_slots(hosts)
+
+
+def test_missing_slots():
+    errors = hh.host_errors([{"name": "node-a", "address": "192.0.2.10"}])
+    assert errors == ["host 0 (node-a): slots is missing; set it to the number of processes to run there (1 or more)"]
+
+
+def test_duplicate_name_is_rejected():
+    hosts = [*TWO, {"name": "node-a", "address": "192.0.2.12", "slots": 1}]
+    errors = hh.host_errors(hosts)
+    assert errors == ["host 2 (node-a): name 'node-a' is also used by host 0; each host needs its own name"]
+    with pytest.raises(AnsibleFilterError, match="also used by host 0"):
+        hh.hosts_arg(hosts)
+
+
+def test_duplicate_address_is_rejected():
+    hosts = [*TWO, {"name": "node-c", "address": "192.0.2.11", "slots": 1}]
+    assert hh.host_errors(hosts) == [
+        "host 2 (node-c): address '192.0.2.11' is also used by host 1; each host needs its own address"
+    ]
+
+
+@pytest.mark.parametrize("address", ["fe80::1", "node a", "a,b", "", "-bad", "node-a:2"])
+def test_bad_address_is_rejected(address):
+    errors = hh.host_errors([{"name": "node-a", "address": address, "slots": 1}])
+    assert len(errors) == 1
+    assert "host 0 (node-a): address" in errors[0]
+
+
+def test_missing_name_is_named_by_index():
+    errors = hh.host_errors([{"address": "192.0.2.10", "slots": 1}])
+    assert errors == ["host 0: name is missing or empty; set it to a host name or IPv4 address"]
+
+
+def test_unknown_key_is_rejected():
+    errors = hh.host_errors([{"name": "a", "address": "192.0.2.10", "slot": 1}])
+    assert "host 0 (a): unknown key(s) slot; only name, address and slots are allowed" in errors
+    assert any("slots is missing" in e for e in errors)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ([], "the host list is empty"),
+        (None, "must be a list"),
+        ("node-a:2", "must be a list"),
+        ({"name": "a"}, "must be a list"),
+        (["node-a"], "host 0: must be a dictionary"),
+    ],
+)
+def test_bad_list_shapes(value, fragment):
+    errors = hh.host_errors(value)
+    assert len(errors) == 1
+    assert fragment in errors[0]
+
+
+def test_every_problem_is_reported_at_once():
+    hosts = [
+        {"name": "a", "address": "192.0.2.10", "slots": 0},
+        {"name": "a", "address": "192.0.2.10", "slots": 1},
+    ]
+    assert len(hh.host_errors(hosts)) == 3
+
+
+def test_valid_list_has_no_errors():
+    assert hh.host_errors(TWO) == []
+    assert hh.host_errors(tuple(TWO)) == []
+
+
+def test_bad_key_is_rejected():
+    with pytest.raises(AnsibleFilterError, match="key must be one of address, name"):
+        hh.hosts_arg(TWO, key="ip")
+
+
+def test_failed_rank_from_gloo_output():
+    assert hh.failed_rank(GLOO_FAILURE) == 2
+
+
+def test_failed_rank_from_exit_line_only():
+    assert hh.failed_rank("[0]<stdout>:x\nProcess 1 exit with status code 3.\n") == 1
+
+
+def test_failed_rank_from_mpirun_output():
+    text = (
+        "Primary job  terminated normally, but 1 process returned\n...\n  Process name: [[52120,1],2]\n  Exit code: 1\n"
+    )
+    assert hh.failed_rank(text) == 2
+
+
+def test_failed_rank_none_when_nothing_failed():
+    assert hh.failed_rank("[0]<stdout>:all good\n") is None
+    assert hh.failed_rank(None) is None
+    assert hh.failed_rank("") is None
+
+
+@pytest.mark.parametrize(
+    ("rank", "np", "expected"),
+    [
+        (0, 1, "rank.0"),
+        (2, 3, "rank.2"),
+        (9, 10, "rank.9"),
+        (2, 11, "rank.02"),
+        (10, 11, "rank.10"),
+        (5, 101, "rank.005"),
+    ],
+)
+def test_rank_dir_matches_horovod_padding(rank, np, expected):
+    assert hh.rank_dir(rank, np) == expected
+    assert hh.rank_dir(str(rank), str(np)) == expected
+
+
+@pytest.mark.parametrize(("rank", "np"), [(3, 3), (-1, 3), (0, 0), ("x", 2), (None, 2)])
+def test_rank_dir_rejects_out_of_range(rank, np):
+    with pytest.raises(AnsibleFilterError):
+        hh.rank_dir(rank, np)
+
+
+def test_check_build_parses_sections():
+    assert hh.check_build(CHECK_BUILD) == {
+        "version": "0.28.1",
+        "frameworks": ["pytorch"],
+        "controllers": ["gloo"],
+        "tensor_operations": ["gloo"],
+    }
+
+
+def test_check_build_gpu_image():
+    text = CHECK_BUILD.replace("[ ] NCCL", "[X] NCCL").replace("[ ] MPI", "[X] MPI")
+    build = hh.check_build(text)
+    assert build["controllers"] == ["mpi", "gloo"]
+    assert build["tensor_operations"] == ["nccl", "mpi", "gloo"]
+
+
+def test_check_build_rejects_other_text():
+    with pytest.raises(AnsibleFilterError, match="not the output of 'horovodrun --check-build'"):
+        hh.check_build("bash: horovodrun: command not found")

@@ -1,0 +1,136 @@
+"""Unit tests for the helper scripts of roles/horovod_launch/files (progress and probe)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+FILES = Path(__file__).resolve().parents[2] / "roles" / "horovod_launch" / "files"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, FILES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+progress = load("horovod_progress")
+probe = load("horovod_probe")
+
+
+def test_progress_before_start(tmp_path):
+    assert progress.status(tmp_path, time.time()) == (False, "starting")
+
+
+def test_progress_while_running_shows_last_line(tmp_path):
+    (tmp_path / "started").write_text("1000\n")
+    (tmp_path / "launcher.log").write_text("[0]<stdout>:epoch 1\n[1]<stdout>:epoch 2 loss 0.5\n\n")
+    assert progress.status(tmp_path, 1042.7) == (False, "running 42s | [1]<stdout>:epoch 2 loss 0.5")
+
+
+def test_progress_running_without_output(tmp_path):
+    (tmp_path / "started").write_text("1000")
+    assert progress.status(tmp_path, 1001) == (False, "running 1s | (no output yet)")
+
+
+def test_progress_long_line_is_shortened(tmp_path):
+    (tmp_path / "started").write_text("1000")
+    (tmp_path / "launcher.log").write_text("x" * 500 + "\n")
+    done, line = progress.status(tmp_path, 1000)
+    assert not done
+    assert line.endswith("...")
+    assert len(line) < 200
+
+
+def test_progress_finished(tmp_path):
+    (tmp_path / "started").write_text("1000")
+    (tmp_path / "finished").write_text("1093")
+    (tmp_path / "rc").write_text("1\n")
+    assert progress.status(tmp_path, 5000) == (True, "finished rc=1 after 93s")
+
+
+def test_progress_main_returns_at_once_when_finished(tmp_path, capsys):
+    (tmp_path / "started").write_text("1000")
+    (tmp_path / "finished").write_text("1000")
+    (tmp_path / "rc").write_text("0")
+    started = time.monotonic()
+    assert progress.main([str(tmp_path), "30"]) == 0
+    assert time.monotonic() - started < 5
+    assert capsys.readouterr().out == "finished rc=0 after 0s\n"
+
+
+def test_progress_main_waits_at_most_the_given_time(tmp_path, capsys):
+    (tmp_path / "started").write_text(str(int(time.time())))
+    started = time.monotonic()
+    assert progress.main([str(tmp_path), "1"]) == 0
+    assert 0.9 <= time.monotonic() - started < 5
+    assert capsys.readouterr().out.startswith("running ")
+
+
+def test_progress_runs_as_python_c(tmp_path):
+    # The role runs it as `python3 -c "<file>" RUN_DIR WAIT`.
+    (tmp_path / "rc").write_text("124")
+    code = (FILES / "horovod_progress.py").read_text()
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "0"], capture_output=True, text=True, check=True)
+    assert out.stdout == "finished rc=124 after 0s\n"
+
+
+def test_probe_reports_local_addresses_and_missing_paths(tmp_path):
+    report = probe.probe(["127.0.0.1", "192.0.2.254"], [str(tmp_path), str(tmp_path / "missing")])
+    assert report["addresses"]["127.0.0.1"] == {"ip": "127.0.0.1", "interface": "lo"}
+    assert report["addresses"]["192.0.2.254"]["interface"] is None
+    assert report["missing_paths"] == [str(tmp_path / "missing")]
+    assert "lo" in report["interfaces"]
+    assert isinstance(report["shm_bytes"], int)
+    assert report["hostname"]
+
+
+def test_probe_runs_from_stdin():
+    # The role feeds it to `python3 -` with the arguments after the dash.
+    code = (FILES / "horovod_probe.py").read_text()
+    out = subprocess.run(
+        [sys.executable, "-", "--address", "localhost", "--path", "/"],
+        input=code,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    assert report["addresses"]["localhost"]["interface"] == "lo"
+    assert report["missing_paths"] == []
+
+
+def test_probe_finds_launchers(monkeypatch, tmp_path):
+    proc = tmp_path / "proc"
+    for pid, argv in {
+        "10": ["/usr/bin/python3", "/usr/local/bin/horovodrun", "-np", "2"],
+        "11": ["sh", "/data1/share/runs/r1/horovod-launch.sh"],
+        "12": ["python3", "train.py"],
+        "13": ["timeout", "7200", "horovodrun"],
+    }.items():
+        (proc / pid).mkdir(parents=True)
+        (proc / pid / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    real_listdir, real_open = os.listdir, open
+
+    def fake_listdir(path):
+        return real_listdir(proc) if path == "/proc" else real_listdir(path)
+
+    def fake_open(path, *args, **kwargs):
+        if str(path).startswith("/proc/"):
+            path = proc / str(path)[len("/proc/") :]
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(probe.os, "listdir", fake_listdir)
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert probe.launcher_processes() == [
+        "/usr/bin/python3 /usr/local/bin/horovodrun -np 2",
+        "sh /data1/share/runs/r1/horovod-launch.sh",
+    ]
