@@ -9,7 +9,7 @@ pinned in a known_hosts file read through ``docker exec`` (an authenticated chan
 trust on first use. The CPU Horovod image travels the air-gapped way, as an archive on the share.
 
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
-``org.multinode-horovod.lab``), plus the lab's key and share under ``.cache/lab``.
+``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ MACHINE_IMAGE = "multinode-horovod/machine:local"
 CPU_IMAGE = "horovod-cpu"
 NETWORK = "mnh-lab"
 SUBNET = "10.213.9.0/24"
+LAB_DIR = Path("/var/lib/multinode-horovod/lab")
 DIND_CAPS = ("SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "NET_RAW")
 
 
@@ -80,7 +81,9 @@ class Timer:
 
 
 def lab_dir() -> Path:
-    return REPO / ".cache" / "lab"
+    """One lab per machine (fixed names and addresses), so its key, pinned host keys and share live
+    at a fixed path that the lab inventory names, whichever checkout or Molecule run uses it."""
+    return LAB_DIR
 
 
 def machine_run_argv(machine: Machine, share: Path) -> list[str]:
