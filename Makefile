@@ -54,15 +54,8 @@ lint: venv ## ansible-lint (production profile), yamllint, ruff
 unit: venv ## Unit tests of the Python plugins and tools
 	$(BIN)/pytest -q tests/unit
 
-molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one
-	@for s in $(or $(SCENARIO),$(SCENARIOS)); do \
-	  start=$$(date +%s); \
-	  echo "=== molecule scenario $$s"; \
-	  imgs=$$(grep -hv '^#' molecule/$$s/images 2>/dev/null | xargs || true); \
-	  [ -z "$$imgs" ] || $(PYTHON) tools/images.py $$imgs; \
-	  $(BIN)/molecule test -s $$s || exit 1; \
-	  echo "=== molecule scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
-	done
+molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (logs in .cache/logs)
+	$(PYTHON) tools/scenarios.py $(or $(SCENARIO),$(SCENARIOS))
 
 test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
 

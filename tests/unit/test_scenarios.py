@@ -1,0 +1,104 @@
+"""tools/scenarios.py: every scenario runs, and the end of the output names the failure."""
+
+from __future__ import annotations
+
+import importlib.util
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_scenarios_module():
+    spec = importlib.util.spec_from_file_location("mnh_scenarios", REPO / "tools" / "scenarios.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mnh_scenarios"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+scenarios = load_scenarios_module()
+
+RESCUED_THEN_REAL = """\
+TASK [Run horovod_launch (a command that exits 1 on rank 2)] *******************
+fatal: [launch-a]: FAILED! =>
+    msg: rank 2 gives up on launch-c
+TASK [Check where it stopped and what it said (a command that exits 1 on rank 2)] ***
+ok: [launch-a]
+TASK [Check that the refused run never started] ********************************
+fatal: [launch-a]: FAILED! =>
+    assertion: not __runs.results[1].stat.exists
+    msg: Assertion failed
+PLAY RECAP *********************************************************************
+launch-a                   : ok=10   changed=0    unreachable=0    failed=1
+INFO     [horovod_launch > destroy] Executing
+TASK [Destroy molecule instance(s)] ********************************************
+changed: [localhost] => (item=launch-a)
+ERROR    Ansible return code was 2, command was: ansible-playbook verify.yml
+"""
+
+
+def test_the_digest_shows_the_last_failed_task_not_a_rescued_one():
+    digest = scenarios.last_failure(RESCUED_THEN_REAL.splitlines())
+    assert digest[0] == "TASK [Check that the refused run never started] ********************************"
+    assert "    assertion: not __runs.results[1].stat.exists" in digest
+    assert not any("rank 2 gives up" in line for line in digest)
+
+
+def test_the_digest_shows_a_failing_testinfra_test():
+    log = ["collected 3 items", "tests/test_x.py::test_a PASSED"]
+    log += ["_____ test_b[ansible://node] _____", "E   assert 1 == 2"]
+    log += ["filler"] * 10 + ["ERROR    Molecule executed 1 scenario (1 failed)"]
+    digest = scenarios.last_failure(log, limit=8)
+    assert "E   assert 1 == 2" in digest
+    assert len(digest) <= 8
+
+
+def test_the_digest_falls_back_to_the_end_of_the_log():
+    log = [f"line {n}" for n in range(100)]
+    assert scenarios.last_failure(log, limit=5) == ["line 95", "line 96", "line 97", "line 98", "line 99"]
+
+
+@pytest.fixture
+def fake_repo(tmp_path, monkeypatch):
+    """A repository with three scenarios and a `molecule` that fails the one named bad."""
+    for name in ("one", "bad", "two"):
+        (tmp_path / "molecule" / name).mkdir(parents=True)
+        (tmp_path / "molecule" / name / "molecule.yml").write_text("---\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    molecule = bindir / "molecule"
+    molecule.write_text(
+        "#!/bin/sh\n"
+        'echo "running $3"\n'
+        'if [ "$3" = bad ]; then printf "TASK [Check it]\\nfatal: [n]: FAILED! =>\\n    msg: broken\\n"; exit 2; fi\n'
+    )
+    molecule.chmod(molecule.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    monkeypatch.setattr(scenarios, "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_every_scenario_runs_and_the_failure_comes_last(fake_repo, capsys):
+    rc = scenarios.main(["one", "bad", "two", "--logs", str(fake_repo / "logs")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "running two" in out
+    assert (fake_repo / "logs" / "two.log").read_text() == "running two\n"
+    tail = out[out.index("=== molecule results") :]
+    assert "bad              FAILED" in tail
+    assert tail.rstrip().endswith("    msg: broken")
+
+
+def test_all_passing_scenarios_return_0(fake_repo, capsys):
+    assert scenarios.main(["one", "two", "--logs", str(fake_repo / "logs")]) == 0
+
+
+def test_an_unknown_scenario_is_refused_before_anything_runs(fake_repo, capsys):
+    with pytest.raises(SystemExit):
+        scenarios.main(["one", "nope", "--logs", str(fake_repo / "logs")])
+    assert "no such scenario: nope" in capsys.readouterr().err
+    assert not (fake_repo / "logs").exists()
