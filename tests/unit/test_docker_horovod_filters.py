@@ -50,6 +50,14 @@ def test_gpu_count_smi_ignores_mig_lines() -> None:
     assert f.gpu_count_smi(NVIDIA_SMI) == 2
 
 
+def test_gpu_count_smi_real_h200_output() -> None:
+    # Recorded by tests/gpu/run.sh on a real NVIDIA H200 host (driver 580.159.04), where the role's
+    # detection, run by tests/gpu/detect.yml, counted the one GPU that CUDA reported.
+    recorded = (_PATH.parents[2] / "tests" / "unit" / "fixtures" / "nvidia-smi-L.h200.txt").read_text()
+    assert recorded.startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
+    assert f.gpu_count_smi(recorded) == 1
+
+
 @pytest.mark.parametrize(
     "output",
     ["", None, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "No devices found."],
