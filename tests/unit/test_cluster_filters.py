@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from checkout import load
 
-REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("mnh_cluster", REPO / "plugins" / "filter" / "cluster.py")
-cluster = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cluster)
+cluster = load("plugins/filter/cluster.py", "mnh_cluster")
 
 GOOD_GROUPS = {"horovod_master": ["node-a"], "horovod_workers": ["node-b", "node-c"]}
 

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from checkout import REPO, load
 
-_PATH = Path(__file__).resolve().parents[2] / "plugins" / "filter" / "docker_horovod.py"
-_SPEC = importlib.util.spec_from_file_location("docker_horovod_filters", _PATH)
-assert _SPEC and _SPEC.loader
-f = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(f)
+f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters")
 
 # Real `lspci -n` lines of a DGX-like server: 2 GPUs, an NVIDIA audio function, an NVSwitch, and
 # a non-NVIDIA VGA controller (the BMC's).
@@ -53,7 +48,7 @@ def test_gpu_count_smi_ignores_mig_lines() -> None:
 def test_gpu_count_smi_real_h200_output() -> None:
     # Recorded by tests/gpu/run.sh on a real NVIDIA H200 host (driver 580.159.04), where the role's
     # detection, run by tests/gpu/detect.yml, counted the one GPU that CUDA reported.
-    recorded = (_PATH.parents[2] / "tests" / "unit" / "fixtures" / "nvidia-smi-L.h200.txt").read_text()
+    recorded = (REPO / "tests" / "unit" / "fixtures" / "nvidia-smi-L.h200.txt").read_text()
     assert recorded.startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
     assert f.gpu_count_smi(recorded) == 1
 

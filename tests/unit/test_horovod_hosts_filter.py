@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from ansible.errors import AnsibleFilterError
+from checkout import REPO, load
 
-PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "filter" / "horovod_hosts.py"
-_spec = importlib.util.spec_from_file_location("horovod_hosts_filter", PLUGIN)
-assert _spec is not None and _spec.loader is not None
-hh = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hh)
+PLUGIN = REPO / "plugins" / "filter" / "horovod_hosts.py"
+hh = load("plugins/filter/horovod_hosts.py", "horovod_hosts_filter")
 
 TWO = [
     {"name": "node-a", "address": "192.0.2.10", "slots": 4},

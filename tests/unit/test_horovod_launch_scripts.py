@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import ModuleType
 
-FILES = Path(__file__).resolve().parents[2] / "roles" / "horovod_launch" / "files"
+from checkout import REPO
+from checkout import load as load_path
+
+FILES = REPO / "roles" / "horovod_launch" / "files"
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, FILES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_path(f"roles/horovod_launch/files/{name}.py", name)
 
 
 progress = load("horovod_progress")

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+from checkout import load
 
 
 def load_images_module():
-    spec = importlib.util.spec_from_file_location("mnh_images", REPO / "tools" / "images.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mnh_images"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("tools/images.py", "mnh_images")
 
 
 @pytest.fixture

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import stat
-import sys
-from pathlib import Path
 
 import pytest
+from checkout import load
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_scenarios_module():
-    spec = importlib.util.spec_from_file_location("mnh_scenarios", REPO / "tools" / "scenarios.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mnh_scenarios"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scenarios = load_scenarios_module()
+scenarios = load("tools/scenarios.py", "mnh_scenarios")
 
 RESCUED_THEN_REAL = """\
 TASK [Run horovod_launch (a command that exits 1 on rank 2)] *******************

@@ -1,20 +1,14 @@
 """Pure parts of tools/umlbed.py: addresses, names, command lines, the recipe hash, the state files."""
 
-import importlib.util
 import ipaddress
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from checkout import load
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "umlbed.py"
-spec = importlib.util.spec_from_file_location("umlbed", TOOL)
-assert spec is not None and spec.loader is not None
-umlbed = importlib.util.module_from_spec(spec)
-sys.modules["umlbed"] = umlbed  # dataclasses resolve their module by name
-spec.loader.exec_module(umlbed)
+umlbed = load("tools/umlbed.py", "umlbed")
 
 BED = umlbed.Bed("mnhst0", ipaddress.IPv4Network("10.213.57.0/24"))
 
