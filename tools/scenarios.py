@@ -24,10 +24,6 @@ FAILURE_RE = re.compile(r"^(fatal: \[|failed: \[|\[ERROR\]: |ERROR  |FAILED |E  
 DIGEST_LINES = 60
 
 
-def log(msg: str) -> None:
-    print(f"[scenarios] {msg}", flush=True)
-
-
 def images_of(scenario: str) -> list[str]:
     path = ROOT / "molecule" / scenario / "images"
     if not path.exists():
@@ -74,6 +70,7 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path]:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
+            sys.stdout.flush()
             out.write(line)
         rc = proc.wait()
     took = time.monotonic() - begin
