@@ -15,14 +15,14 @@ if [ -n "${WHEELS:-}" ]; then
   export PYTHONPATH=/tmp/gpu-check-site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/gpu-check-site/bin:$PATH
 fi
 
+nvidia-smi -L > "$out/nvidia-smi-L.txt"
 {
   echo "# date: $(date -u +%FT%TZ)"
-  echo "# nvidia-smi -L"; nvidia-smi -L
+  echo "# nvidia-smi -L"; cat "$out/nvidia-smi-L.txt"
   echo "# nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo "# lspci -n -d 10de:"; lspci -n -d 10de: 2>&1 || true
 } | tee "$out/gpu-facts.txt"
-nvidia-smi -L > "$out/nvidia-smi-L.txt"
 
 expected=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null \
   || nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
