@@ -2,11 +2,15 @@
 """Run Molecule scenarios one after the other, the way `make molecule` does.
 
 For each scenario: build the images listed in molecule/<scenario>/images (tools/images.py, cached
-by recipe hash), run `molecule test -s <scenario>` with its output both on the terminal and in
-.cache/logs/<scenario>.log, and time it. Every scenario runs even when an earlier one failed, so one
-run shows every failure. At the end it prints a table of results and, for each failed scenario, the
-task that failed with what Ansible said, so that the end of a CI log (often all that is shown of
-it) names the cause instead of Molecule's destroy output.
+by recipe hash), run `molecule test -s <scenario> --destroy=never` with its output both on the
+terminal and in .cache/logs/<scenario>.log, then `molecule destroy -s <scenario>`, and time it all.
+Every scenario runs even when an earlier one failed, so one run shows every failure.
+
+A CI log is often shown only in part, around its first error or at its end. So a failure is named in
+both places: Molecule stops right after the failing step (no cleanup and destroy output between the
+failed task and Molecule's ERROR line), the failing task with Ansible's message is printed again at
+once, before the instances are destroyed, and the run ends with a table of results and, for each
+failed scenario, that task once more.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_RE = re.compile(r"^TASK \[")
-FAILURE_RE = re.compile(r"^(fatal: \[|failed: \[|\[ERROR\]: |ERROR  |FAILED |E  |_{5,} test_)")
+# "FAILED - RETRYING" lines are Ansible's retries (`until`), not failures.
+FAILURE_RE = re.compile(r"^(fatal: \[|failed: \[|\[ERROR\]: |ERROR  |FAILED (?!- RETRYING)|E  |_{5,} test_)")
 DIGEST_LINES = 60
 
 
@@ -47,7 +53,9 @@ def last_failure(lines: list[str], limit: int = DIGEST_LINES) -> list[str]:
     return lines[start : start + limit]
 
 
-def run(scenario: str, logdir: Path) -> tuple[bool, float, Path]:
+def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
+    """Test one scenario; returns whether it passed, how long it took, its log and, when it failed,
+    the digest of its failure (taken before the destroy, whose output comes after it in the log)."""
     begin = time.monotonic()
     images = images_of(scenario)
     logfile = logdir / f"{scenario}.log"
@@ -55,28 +63,46 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path]:
     if images:
         built = subprocess.run([sys.executable, str(ROOT / "tools" / "images.py"), *images], check=False, cwd=ROOT)
         if built.returncode != 0:
-            logfile.write_text(f"tools/images.py {' '.join(images)} failed with rc {built.returncode}\n")
-            return False, time.monotonic() - begin, logfile
+            message = f"tools/images.py {' '.join(images)} failed with rc {built.returncode}"
+            logfile.write_text(message + "\n")
+            return False, time.monotonic() - begin, logfile, message
+    failure = ""
     with logfile.open("w") as out:
-        proc = subprocess.Popen(
-            ["molecule", "test", "-s", scenario],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-        )
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            out.write(line)
-        rc = proc.wait()
+        rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
+        if rc != 0:
+            failure = "\n".join(last_failure(logfile.read_text(errors="replace").splitlines()))
+            print(f"=== molecule scenario {scenario} FAILED (rc {rc}); the failing task:", flush=True)
+            print(failure, flush=True)
+        # --destroy=never leaves the instances (also after a pass, where the sequence's destroy step
+        # is skipped too): remove them now, after the failure has been shown.
+        destroyed = stream(["molecule", "destroy", "-s", scenario], out)
     took = time.monotonic() - begin
+    if rc == 0 and destroyed != 0:
+        rc = destroyed
+        failure = f"molecule destroy -s {scenario} failed with rc {destroyed}"
     verdict = "passed" if rc == 0 else f"FAILED (rc {rc})"
     print(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s", flush=True)
-    return rc == 0, took, logfile
+    return rc == 0, took, logfile, failure
+
+
+def stream(argv: list[str], out: TextIO) -> int:
+    """Run argv in the repository, its output to the terminal and to `out`, line by line."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        out.write(line)
+        out.flush()
+    return proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,14 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     logdir.mkdir(parents=True, exist_ok=True)
     results = [(s, *run(s, logdir)) for s in args.scenarios]
     print("\n=== molecule results", flush=True)
-    for scenario, ok, took, logfile in results:
+    for scenario, ok, took, logfile, _failure in results:
         print(f"  {scenario:<16} {'passed' if ok else 'FAILED':<7} {took:6.0f}s  {logfile}")
-    for scenario, ok, _took, logfile in results:
+    for scenario, ok, _took, logfile, failure in results:
         if ok:
             continue
         print(f"\n=== {scenario} failed; its last failure (whole log: {logfile}):")
-        print("\n".join(last_failure(logfile.read_text(errors="replace").splitlines())), flush=True)
-    return 0 if all(ok for _s, ok, _t, _l in results) else 1
+        print(failure, flush=True)
+    return 0 if all(result[1] for result in results) else 1
 
 
 if __name__ == "__main__":

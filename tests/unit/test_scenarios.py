@@ -60,6 +60,9 @@ def fake_repo(tmp_path, monkeypatch):
     molecule = bindir / "molecule"
     molecule.write_text(
         "#!/bin/sh\n"
+        'if [ "$1" = destroy ]; then echo "destroyed $3"; '
+        'printf "FAILED - RETRYING: [localhost]: Wait for instance(s) deletion\\n"; exit 0; fi\n'
+        '[ "$1 $4" = "test --destroy=never" ] || { echo "unexpected: $*"; exit 3; }\n'
         'echo "running $3"\n'
         'if [ "$3" = bad ]; then printf "TASK [Check it]\\nfatal: [n]: FAILED! =>\\n    msg: broken\\n"; exit 2; fi\n'
     )
@@ -74,10 +77,28 @@ def test_every_scenario_runs_and_the_failure_comes_last(fake_repo, capsys):
     out = capsys.readouterr().out
     assert rc == 1
     assert "running two" in out
-    assert (fake_repo / "logs" / "two.log").read_text() == "running two\n"
+    assert (fake_repo / "logs" / "two.log").read_text().startswith("running two\ndestroyed two\n")
     tail = out[out.index("=== molecule results") :]
     assert "bad              FAILED" in tail
     assert tail.rstrip().endswith("    msg: broken")
+
+
+def test_the_failure_is_shown_before_the_instances_are_destroyed(fake_repo, capsys):
+    scenarios.main(["one", "bad", "two", "--logs", str(fake_repo / "logs")])
+    out = capsys.readouterr().out
+    shown = out.index("=== molecule scenario bad FAILED (rc 2); the failing task:\nTASK [Check it]")
+    assert shown < out.index("destroyed bad") < out.index("running two")
+    # Every scenario's instances are removed, whether it passed or not.
+    assert [line for line in out.splitlines() if line.startswith("destroyed")] == [
+        "destroyed one",
+        "destroyed bad",
+        "destroyed two",
+    ]
+
+
+def test_retries_are_not_failures():
+    log = ["TASK [Wait]", "FAILED - RETRYING: [n]: Wait (3 retries left).", "ok: [n]", "all good"]
+    assert scenarios.last_failure(log, limit=2) == ["ok: [n]", "all good"]
 
 
 def test_all_passing_scenarios_return_0(fake_repo, capsys):
