@@ -15,7 +15,24 @@ from __future__ import annotations
 import re
 
 SYSTEM_TOPS = frozenset(
-    {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "sys", "tmp", "usr", "var"}
+    {
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "proc",
+        "root",
+        "run",
+        "sbin",
+        "sys",
+        "tmp",
+        "usr",
+        "var",
+    }
 )
 COMPONENT_RE = re.compile(r"^[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*$")
 SHAPE = (

@@ -1,13 +1,18 @@
-"""Inventory contract filters of the site playbook (plugins/filter/cluster.py)."""
+"""The gate's rules (plugins/module_utils/gate.py) through the site's filters (plugins/filter/cluster.py)."""
 
 from __future__ import annotations
 
 import pytest
+from ansible_collections.multinode.horovod.plugins.module_utils import gate
 from checkout import load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
 
-GOOD_GROUPS = {"horovod_master": ["node-a"], "horovod_workers": ["node-b", "node-c"]}
+GOOD_GROUPS = {
+    "horovod_cluster": ["node-a", "node-b", "node-c"],
+    "horovod_master": ["node-a"],
+    "horovod_workers": ["node-b", "node-c"],
+}
 
 
 def good_hostvars(**overrides):
@@ -21,8 +26,20 @@ def good_hostvars(**overrides):
     return hostvars
 
 
+def everywhere(**values):
+    return {name: values for name in ("node_a", "node_b", "node_c")}
+
+
 def test_sound_inventory_has_no_problems():
     assert cluster.cluster_problems(GOOD_GROUPS, good_hostvars()) == []
+    assert cluster.cluster_gate(GOOD_GROUPS, good_hostvars()) == []
+
+
+def test_the_gate_filter_raises_with_every_fix():
+    with pytest.raises(Exception, match="Fix the inventory first") as err:
+        cluster.cluster_gate(GOOD_GROUPS, good_hostvars(node_b={"horovod_slots": 0, "horovod_ssh_prot": 1}))
+    assert "horovod_slots (on node-b)" in str(err.value)
+    assert "did you mean horovod_ssh_port?" in str(err.value)
 
 
 def test_nodes_get_addresses_and_slots():
@@ -43,35 +60,124 @@ def test_slots_default_to_one_without_gpus_and_address_to_the_name():
 @pytest.mark.parametrize(
     ("groups", "overrides", "expected"),
     [
-        ({"horovod_workers": ["node-b"]}, {}, "horovod_master: the group is missing or empty"),
+        ({"horovod_workers": ["node-b"], "horovod_cluster": ["node-b"]}, {}, "horovod_master: the group is missing"),
         ({"horovod_master": [], "horovod_workers": ["node-b"]}, {}, "horovod_master: the group is missing"),
-        ({"horovod_master": ["node-a", "node-b"], "horovod_workers": []}, {}, "there must be exactly one"),
-        ({"horovod_master": ["node-a"], "horovod_workers": ["node-a", "node-b"]}, {}, "node-a: in both"),
+        (
+            {"horovod_cluster": ["node-a", "node-b"], "horovod_master": ["node-a", "node-b"]},
+            {},
+            "there must be exactly one",
+        ),
+        ({**GOOD_GROUPS, "horovod_workers": ["node-a", "node-b"]}, {}, "node-a: in both"),
         (GOOD_GROUPS, {"node_c": {"ansible_host": "192.0.2.10"}}, "address 192.0.2.10 is also node-a's"),
-        (GOOD_GROUPS, {"node_b": {"horovod_slots": -1}}, "horovod_slots=-1 is not a positive integer"),
-        (GOOD_GROUPS, {"node_b": {"horovod_slots": 0}}, "horovod_slots=0 is not a positive integer"),
-        (GOOD_GROUPS, {"node_b": {"horovod_slots": "four"}}, "horovod_slots='four' is not a positive"),
-        (GOOD_GROUPS, {"node_b": {"horovod_slots": 2.5}}, "horovod_slots=2.5 is not a positive"),
-        (GOOD_GROUPS, {"node_b": {"horovod_slots": True}}, "horovod_slots=True is not a positive"),
-        (GOOD_GROUPS, {"node_a": {"horovod_shared_storage": "lustre"}}, "horovod_shared_storage='lustre'"),
-        (GOOD_GROUPS, {"node_a": {"horovod_share_dir": "/srv/share"}}, "must be an absolute path inside"),
-        (GOOD_GROUPS, {"node_a": {"horovod_share_dir": "data1/share"}}, "must be an absolute path inside"),
-        (GOOD_GROUPS, {"node_a": {"horovod_share_dir": "/data10/share"}}, "must be an absolute path inside"),
+        (GOOD_GROUPS, {"node_b": {"horovod_slots": -1}}, "horovod_slots (on node-b): -1 is not a whole number"),
+        (GOOD_GROUPS, {"node_b": {"horovod_slots": 0}}, "horovod_slots (on node-b): 0 is not a whole number"),
+        (GOOD_GROUPS, {"node_b": {"horovod_slots": "four"}}, "horovod_slots (on node-b): 'four' is not"),
+        (GOOD_GROUPS, {"node_b": {"horovod_slots": 2.5}}, "horovod_slots (on node-b): 2.5 is not"),
+        (GOOD_GROUPS, {"node_b": {"horovod_slots": True}}, "horovod_slots (on node-b): True is not"),
+        (GOOD_GROUPS, everywhere(horovod_shared_storage="lustre"), "'lustre' is not one of nfs, existing"),
+        (GOOD_GROUPS, everywhere(horovod_share_dir="/srv/share"), "must be a directory below horovod_share_root"),
+        (GOOD_GROUPS, everywhere(horovod_share_dir="data1/share"), "is not absolute"),
+        (GOOD_GROUPS, everywhere(horovod_share_dir="/data10/share"), "must be a directory below"),
+        (GOOD_GROUPS, everywhere(horovod_share_dir="/data1/../etc"), "is not normalised"),
+        (GOOD_GROUPS, {"node_b": {"ansible_host": "10.0.0.0/8"}}, "node-b: ansible_host: '10.0.0.0/8' is a network"),
+        (GOOD_GROUPS, {"node_b": {"horovod_node_address": "::1"}}, "node-b: horovod_node_address: '::1' is an IPv6"),
+        (GOOD_GROUPS, {"node_c": {"ansible_host": "bad_name"}}, "not a valid host name"),
+        (GOOD_GROUPS, {"node_c": {"horovod_ssh_port": 2222}}, "horovod_ssh_port differs between hosts"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port=22), "horovod_ssh_port: 22 is the port Ansible reaches"),
+        (GOOD_GROUPS, everywhere(horovod_network_interfaces="eth0"), "'eth0' is a string, not a list"),
+        (GOOD_GROUPS, everywhere(horovod_pip_packages={"name": "x"}), "is a mapping, not a list"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port="12o45"), "'12o45' is not a whole number"),
+        (GOOD_GROUPS, everywhere(horovod_train_comand=["x"]), "did you mean horovod_train_command?"),
+        (GOOD_GROUPS, everywhere(container_sshd_port=2222), "the site sets it from horovod_ssh_port"),
+        ({**GOOD_GROUPS, "horovod_worker": ["node-c"]}, {}, "Did you mean horovod_workers?"),
+        ({**GOOD_GROUPS, "horovod_cluster": ["node-a", "node-b"]}, {}, "node-c: in horovod_master or horovod_workers"),
+        ({**GOOD_GROUPS, "horovod_cluster": ["node-a", "node-b", "node-c", "x"]}, {"x": {}}, "x: in horovod_cluster"),
     ],
 )
 def test_each_broken_inventory_is_named(groups, overrides, expected):
-    problems = cluster.cluster_problems(groups, good_hostvars(**overrides))
+    hostvars = good_hostvars()
+    for name, values in overrides.items():
+        hostvars.setdefault(name.replace("_", "-"), {}).update(values)
+    problems = cluster.cluster_problems(groups, hostvars)
     assert any(expected in p for p in problems), problems
 
 
 def test_duplicate_short_names_are_refused():
-    groups = {"horovod_master": ["gpu1.site-a"], "horovod_workers": ["gpu1.site-b"]}
+    groups = {
+        "horovod_cluster": ["gpu1.site-a", "gpu1.site-b"],
+        "horovod_master": ["gpu1.site-a"],
+        "horovod_workers": ["gpu1.site-b"],
+    }
     hostvars = {"gpu1.site-a": {"ansible_host": "192.0.2.1"}, "gpu1.site-b": {"ansible_host": "192.0.2.2"}}
     (problem,) = cluster.cluster_problems(groups, hostvars)
     assert "short host name gpu1 is also gpu1.site-a's" in problem
 
 
 def test_every_problem_is_reported_at_once():
-    groups = {"horovod_master": ["node-a", "node-b"], "horovod_workers": ["node-b"]}
+    groups = {**GOOD_GROUPS, "horovod_master": ["node-a", "node-b"]}
     hostvars = good_hostvars(node_b={"horovod_slots": -2})
-    assert len(cluster.cluster_problems(groups, hostvars)) == 3
+    problems = cluster.cluster_problems(groups, hostvars)
+    assert any("exactly one" in p for p in problems)
+    assert any("node-b: in both" in p for p in problems)
+    assert any("horovod_slots (on node-b)" in p for p in problems)
+
+
+def test_unknown_names_can_be_warnings():
+    report = cluster.cluster_report(
+        GOOD_GROUPS, good_hostvars(**everywhere(horovod_unknown_variables="warn", horovod_x=1))
+    )
+    assert report["errors"] == []
+    assert any("horovod_x" in w for w in report["warnings"])
+
+
+def test_a_cluster_wide_problem_is_named_once():
+    problems = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(**everywhere(horovod_network_interfaces="eth0")))
+    assert problems == [p for p in problems if "horovod_network_interfaces (on every host)" in p]
+    assert len(problems) == 1
+
+
+def test_settings_drop_a_trailing_slash_in_one_place():
+    settings = cluster.cluster_settings({"horovod_share_dir": "/data1/share/", "horovod_ssh_port": "2222"})
+    assert settings["horovod_share_dir"] == "/data1/share"
+    assert settings["horovod_ssh_port"] == 2222
+    assert settings["horovod_image"] == "horovod/horovod:0.28.1"
+
+
+def test_every_setting_default_passes_its_own_type():
+    for setting in gate.SETTINGS:
+        if setting.default is not None:
+            assert gate._type_problem(setting, setting.default) is None, setting.name
+
+
+def test_every_mapped_role_variable_exists_in_its_role():
+    known = gate.known_names()
+    for setting in gate.SETTINGS:
+        for variable in setting.roles:
+            assert variable in known, f"{setting.name} maps to {variable}, which no role has"
+
+
+@pytest.mark.parametrize(
+    ("address", "fragment"),
+    [
+        ("192.0.2.1", None),
+        ("gpu-01.example.com", None),
+        ("gpu01", None),
+        ("10.0.0.0/8", "is a network"),
+        ("*", "not a valid host name"),
+        ("@netgroup", "not a valid host name"),
+        ("localhost", "own name"),
+        ("127.0.0.1", "not an address other nodes can reach"),
+        ("0.0.0.0", "not an address other nodes can reach"),
+        ("fe80::1", "IPv6"),
+        ("-bad.example", "not a valid host name"),
+        ("a" * 64, "not a valid host name"),
+        ("host name", "not a valid host name"),
+    ],
+)
+def test_addresses(address, fragment):
+    problem = gate.address_problem(address)
+    if fragment is None:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert fragment in problem, problem

@@ -1,103 +1,274 @@
-"""The site's first play stops on a broken inventory, names the fix, and touches no host."""
+"""The gate: every broken inventory stops the whole site before any host is touched.
+
+Each case is a malformed inventory run through the full `ansible-playbook site.yml` (no tags) against
+hosts that cannot be reached (TEST-NET addresses): the run must stop in the gate, with the expected
+message, and no play may have tried to reach a host (no `UNREACHABLE`, no fact gathering, no task of a
+role). Partial runs (--limit, --tags launch, --start-at-task, the preflight playbook, --check) are
+gated too. The valid example and lab inventories pass the gate.
+"""
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+HEADER = "Fix the inventory first (nothing was changed)"
 
-pytestmark = pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="run through make unit")
+pytestmark = pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+
+MASTER = {"server-a": {"ansible_host": "192.0.2.10", "horovod_slots": 4}}
+WORKERS = {"server-b": {"ansible_host": "192.0.2.11", "horovod_slots": 4}, "server-c": {"ansible_host": "192.0.2.12"}}
 
 
-def inventory(tmp_path: Path, master: dict, workers: dict, cluster_vars: dict | None = None) -> Path:
-    data = {
+def base() -> dict[str, Any]:
+    return {
         "all": {
             "children": {
                 "horovod_cluster": {
-                    "vars": cluster_vars or {},
+                    "vars": {"ansible_user": "root", "ansible_ssh_common_args": "-o ConnectTimeout=3"},
                     "children": {
-                        "horovod_master": {"hosts": master},
-                        "horovod_workers": {"hosts": workers},
+                        "horovod_master": {"hosts": copy.deepcopy(MASTER)},
+                        "horovod_workers": {"hosts": copy.deepcopy(WORKERS)},
                     },
                 }
             }
         }
     }
+
+
+def cluster(**values: Any) -> dict[str, Any]:
+    data = base()
+    data["all"]["children"]["horovod_cluster"]["vars"].update(values)
+    return data
+
+
+def host(name: str, **values: Any) -> dict[str, Any]:
+    data = base()
+    groups = data["all"]["children"]["horovod_cluster"]["children"]
+    group = "horovod_master" if name in MASTER else "horovod_workers"
+    groups[group]["hosts"][name].update(values)
+    return data
+
+
+def groups_of(**children: dict[str, Any]) -> dict[str, Any]:
+    """An inventory with these groups under all (not under horovod_cluster)."""
+    return {"all": {"vars": {"ansible_user": "root"}, "children": children}}
+
+
+def extra_group() -> dict[str, Any]:
+    data = base()
+    data["all"]["children"]["horovod_cluster"]["hosts"] = {"stray": {"ansible_host": "192.0.2.20"}}
+    return data
+
+
+def typo_group() -> dict[str, Any]:
+    data = base()
+    children = data["all"]["children"]["horovod_cluster"]["children"]
+    children["horovod_worker"] = children.pop("horovod_workers")
+    return data
+
+
+def orphan_children() -> dict[str, Any]:
+    return groups_of(horovod_master={"hosts": copy.deepcopy(MASTER)}, horovod_workers={"hosts": copy.deepcopy(WORKERS)})
+
+
+def not_pem(tmp: Path) -> str:
+    path = tmp / "bundle.pem"
+    path.write_text("not a certificate\n")
+    return str(path)
+
+
+# (id, inventory or a function of tmp_path giving one, a fragment the error must contain)
+CASES: list[tuple[str, Any, str]] = [
+    # NFS export options: an injected client, contradictions, strings for lists
+    (
+        "export-option-injection",
+        cluster(horovod_nfs_export_options=["fsid=0) *(rw,insecure,no_root_squash"]),
+        "horovod_nfs_export_options",
+    ),
+    ("export-option-unknown", cluster(horovod_nfs_export_options=["rw", "everyone"]), "horovod_nfs_export_options"),
+    (
+        "export-option-bad-value",
+        cluster(horovod_nfs_export_options=["rw", "anonuid=root"]),
+        "horovod_nfs_export_options",
+    ),
+    ("export-options-contradict", cluster(horovod_nfs_export_options=["rw", "ro"]), "horovod_nfs_export_options"),
+    ("export-options-string", cluster(horovod_nfs_export_options="rw,sync"), "horovod_nfs_export_options"),
+    ("mount-option-comma", cluster(horovod_nfs_mount_options=["hard,nolock"]), "horovod_nfs_mount_options"),
+    ("mount-option-space", cluster(horovod_nfs_mount_options=["nfsvers=4.2 ro"]), "horovod_nfs_mount_options"),
+    ("mount-option-bad-version", cluster(horovod_nfs_mount_options=["nfsvers=9"]), "horovod_nfs_mount_options"),
+    ("mount-options-string", cluster(horovod_nfs_mount_options="hard"), "horovod_nfs_mount_options"),
+    # node addresses
+    ("address-network", host("server-b", ansible_host="10.0.0.0/8"), "is a network"),
+    ("address-wide-network", host("server-b", ansible_host="0.0.0.0/1"), "is a network"),
+    ("address-wildcard", host("server-b", ansible_host="*.example.com"), "not a valid host name"),
+    ("address-netgroup", host("server-c", ansible_host="@gpus"), "not a valid host name"),
+    ("address-localhost", host("server-c", ansible_host="localhost"), "this machine's own name"),
+    ("address-loopback", host("server-c", horovod_node_address="127.0.0.1"), "not an address other nodes can reach"),
+    ("address-unspecified", host("server-b", ansible_host="0.0.0.0"), "not an address other nodes can reach"),
+    ("address-duplicate", host("server-c", ansible_host="192.0.2.10"), "address 192.0.2.10 is also server-a's"),
+    # paths
+    ("share-dir-dotdot", cluster(horovod_share_dir="/data1/../etc"), "horovod_share_dir"),
+    ("share-root-slash", cluster(horovod_share_root="/", horovod_share_dir="/"), "horovod_share_root"),
+    ("share-root-etc", cluster(horovod_share_root="/etc", horovod_share_dir="/etc/share"), "system directory /etc"),
+    ("share-dir-relative", cluster(horovod_share_dir="data1/share"), "is not absolute"),
+    ("share-dir-outside-root", cluster(horovod_share_dir="/srv/share"), "must be a directory below horovod_share_root"),
+    ("share-dir-is-root", cluster(horovod_share_dir="/data1"), "must be a directory below horovod_share_root"),
+    ("share-dir-space", cluster(horovod_share_dir="/data1/my share"), "not allowed"),
+    ("image-archive-relative", cluster(horovod_image_archive="images/horovod.tar"), "horovod_image_archive"),
+    # types
+    ("interfaces-string", cluster(horovod_network_interfaces="eth0"), "horovod_network_interfaces (on every host)"),
+    ("command-string", cluster(horovod_train_command="python train.py"), "horovod_train_command (on every host)"),
+    ("pip-packages-string", cluster(horovod_pip_packages="tqdm"), "horovod_pip_packages"),
+    ("pip-packages-strings", cluster(horovod_pip_packages=["tqdm"]), "is not a mapping"),
+    ("port-word", cluster(horovod_ssh_port="twelve"), "'twelve' is not a whole number"),
+    ("slots-word", host("server-b", horovod_slots="four"), "horovod_slots (on server-b)"),
+    ("slots-zero", host("server-c", horovod_slots=0), "horovod_slots (on server-c)"),
+    ("container-name-list", cluster(horovod_container_name=["horovod"]), "horovod_container_name"),
+    ("storage-kind", cluster(horovod_shared_storage="s3"), "'s3' is not one of nfs, existing"),
+    ("role-variable-type", cluster(docker_horovod_rdma="maybe"), "docker_horovod_rdma"),
+    # names
+    ("variable-typo", cluster(horovod_ssh_prot=2222), "did you mean horovod_ssh_port?"),
+    ("role-variable-typo", cluster(horovod_launch_timout=10), "did you mean horovod_launch_timeout?"),
+    ("unknown-switch", cluster(horovod_unknown_variables="maybe"), "horovod_unknown_variables"),
+    ("mapped-role-variable", cluster(container_sshd_port=2222), "the site sets it from horovod_ssh_port"),
+    # structure
+    ("group-typo", typo_group(), "Did you mean horovod_workers?"),
+    ("host-outside-children", extra_group(), "stray: in horovod_cluster but in neither"),
+    ("children-without-parent", orphan_children(), "but not in horovod_cluster"),
+    (
+        "no-master",
+        groups_of(horovod_cluster={"children": {"horovod_workers": {"hosts": copy.deepcopy(WORKERS)}}}),
+        "horovod_master: the group is missing or empty",
+    ),
+    (
+        "two-masters",
+        groups_of(horovod_cluster={"children": {"horovod_master": {"hosts": {**MASTER, **WORKERS}}}}),
+        "there must be exactly one",
+    ),
+    # cluster-wide settings that differ
+    ("port-differs", host("server-b", horovod_ssh_port=2222), "horovod_ssh_port differs between hosts"),
+    ("share-differs", host("server-c", horovod_share_dir="/data1/other"), "horovod_share_dir differs between hosts"),
+    ("image-differs", host("server-b", horovod_image="horovod/horovod:0.28.0"), "horovod_image differs"),
+    # values the roles refuse
+    ("port-zero", cluster(horovod_ssh_port=0), "horovod_ssh_port"),
+    ("port-too-high", cluster(horovod_ssh_port=70000), "horovod_ssh_port"),
+    ("port-is-ansible-port", cluster(horovod_ssh_port=22), "horovod_ssh_port"),
+    ("image-untagged", cluster(horovod_image="horovod/horovod"), "horovod_image"),
+    ("image-latest", cluster(horovod_image="horovod/horovod:latest"), "horovod_image"),
+    ("container-name-space", cluster(horovod_container_name="my container"), "horovod_container_name"),
+    ("shm-size-word", cluster(horovod_shm_size="lots"), "horovod_shm_size"),
+    ("pip-version-range", cluster(horovod_pip_packages=[{"name": "tqdm", "version": ">=4"}]), "horovod_pip_packages"),
+    ("ca-bundle-missing", cluster(horovod_extra_ca_bundle="/nonexistent/ca.pem"), "horovod_extra_ca_bundle"),
+    ("ca-bundle-not-pem", lambda tmp: cluster(horovod_extra_ca_bundle=not_pem(tmp)), "horovod_extra_ca_bundle"),
+    ("run-name-path", cluster(horovod_run_name="../etc"), "horovod_run_name"),
+    ("interface-with-space", cluster(horovod_network_interfaces=["eth0 eth1"]), "horovod_network_interfaces"),
+    ("command-empty-program", cluster(horovod_train_command=["", "train.py"]), "horovod_train_command"),
+]
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    if callable(data):
+        data = data(tmp_path)
     path = tmp_path / "hosts.yml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-def validate(inv: Path) -> subprocess.CompletedProcess[str]:
-    # Every host is unreachable (TEST-NET addresses, no ssh): a play that tried to connect would fail
-    # differently, so a pass or a validation message proves nothing but the first play ran.
+def playbook(inv: Path, *args: str, book: str = "site.yml") -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     return subprocess.run(
-        ["ansible-playbook", "site.yml", "-i", str(inv), "--tags", "validate"],
+        ["ansible-playbook", book, "-i", str(inv), *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         check=False,
+        stdin=subprocess.DEVNULL,
     )
 
 
-def test_example_inventory_is_valid():
-    res = validate(REPO / "inventories" / "example")
-    assert res.returncode == 0, res.stdout + res.stderr
+TASK_RE = re.compile(r"^TASK \[(.*)\]", re.MULTILINE)
+GATE_TASKS = {"Check the inventory against the contract and the roles' rules", "Stop on a broken inventory"}
 
 
-def test_lab_inventory_is_valid():
-    res = validate(REPO / "inventories" / "lab")
-    assert res.returncode == 0, res.stdout + res.stderr
+def assert_stopped_in_gate(res: subprocess.CompletedProcess[str], expected: str) -> None:
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out
+    assert HEADER in out, out
+    assert expected in out, out
+    # No host was contacted: nothing unreachable, no facts gathered, no task but the gate's ran.
+    assert "UNREACHABLE" not in out, out
+    assert set(TASK_RE.findall(out)) <= GATE_TASKS, out
+
+
+@pytest.mark.parametrize(("case", "data", "expected"), CASES, ids=[case[0] for case in CASES])
+def test_broken_inventory_stops_in_the_gate(tmp_path, case, data, expected):
+    del case
+    assert_stopped_in_gate(playbook(write(tmp_path, data)), expected)
+
+
+def test_there_are_forty_cases_or_more():
+    assert len(CASES) >= 40
+
+
+BROKEN = cluster(horovod_nfs_export_options=["fsid=0) *(rw,insecure,no_root_squash"], horovod_ssh_prot=1)
 
 
 @pytest.mark.parametrize(
-    ("master", "workers", "cluster_vars", "expected"),
+    "args",
     [
-        ({}, {"b": {"ansible_host": "192.0.2.11"}}, {}, "horovod_master: the group is missing or empty"),
-        (
-            {"a": {"ansible_host": "192.0.2.10"}, "b": {"ansible_host": "192.0.2.11"}},
-            {},
-            {},
-            "there must be exactly one",
-        ),
-        (
-            {"a": {"ansible_host": "192.0.2.10"}},
-            {"b": {"ansible_host": "192.0.2.10"}},
-            {},
-            "address 192.0.2.10 is also a's",
-        ),
-        (
-            {"a": {"ansible_host": "192.0.2.10"}},
-            {"b": {"ansible_host": "192.0.2.11", "horovod_slots": -4}},
-            {},
-            "b: horovod_slots=-4 is not a positive integer",
-        ),
-        (
-            {"a": {"ansible_host": "192.0.2.10"}},
-            {"b": {"ansible_host": "192.0.2.11"}},
-            {"horovod_shared_storage": "s3"},
-            "horovod_shared_storage='s3'",
-        ),
+        ["--limit", "server-b"],
+        ["--limit", "horovod_workers"],
+        ["--tags", "launch"],
+        ["--tags", "storage", "--limit", "server-c"],
+        ["--check", "--diff"],
+        ["--start-at-task", "Run horovodrun from the master's container"],
+        ["--skip-tags", "always"],
     ],
+    ids=" ".join,
 )
-def test_broken_inventory_stops_with_the_fix(tmp_path, master, workers, cluster_vars, expected):
-    res = validate(inventory(tmp_path, master, workers, cluster_vars))
-    assert res.returncode != 0
+def test_partial_runs_are_gated_too(tmp_path, args):
+    res = playbook(write(tmp_path, BROKEN), *args)
+    assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+    assert "horovod_nfs_export_options" in res.stdout + res.stderr
+
+
+def test_the_preflight_playbook_is_gated(tmp_path):
+    res = playbook(write(tmp_path, BROKEN), book="playbooks/preflight.yml")
+    assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+
+
+def test_unknown_names_can_be_only_warnings(tmp_path):
+    res = playbook(
+        write(tmp_path, cluster(horovod_ssh_prot=2222, horovod_unknown_variables="warn")),
+        "--tags",
+        "validate",
+        "--skip-tags",
+        "probe",
+    )
     out = res.stdout + res.stderr
-    assert "Fix the inventory first (nothing was changed)" in out
-    assert expected in out
+    assert res.returncode == 0, out
+    assert "did you mean horovod_ssh_port?" in out
 
 
-def test_host_in_both_groups(tmp_path):
-    inv = inventory(tmp_path, {"a": {"ansible_host": "192.0.2.10"}}, {"a": {}, "b": {"ansible_host": "192.0.2.11"}})
-    res = validate(inv)
-    assert res.returncode != 0
-    assert "a: in both horovod_master and horovod_workers" in res.stdout + res.stderr
+@pytest.mark.parametrize("name", ["example", "lab"])
+def test_the_shipped_inventories_pass_the_gate(name):
+    res = playbook(REPO / "inventories" / name, "--tags", "validate", "--skip-tags", "probe")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert HEADER not in res.stdout + res.stderr
+
+
+def test_a_sound_inventory_passes_the_gate(tmp_path):
+    res = playbook(write(tmp_path, base()), "--tags", "validate", "--skip-tags", "probe")
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -1,0 +1,595 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The site's gate: the whole inventory checked before any play touches a host.
+
+The site playbook maps a few cluster settings (``horovod_*``, table ``SETTINGS``) and the inventory
+groups onto the roles' variables. The gate checks, for every host of the cluster at once:
+
+1. structure: one master, the child groups under ``horovod_cluster``, each host in exactly one of them,
+   node addresses that are one host name or IPv4 address, distinct addresses and short names;
+2. names: a variable that starts with ``horovod_`` or a role's prefix and that the collection does not
+   know (a typo), and inventory groups that look like ours but are not;
+3. types: each setting has its type (a list is a list, a port a whole number);
+4. agreement: cluster-wide settings are the same on every host;
+5. the roles' own rules: what the site will hand each role, checked by that role's argument spec and its
+   ``plugins/module_utils/<role>_rules.py``, with the problem named by the inventory variable the user
+   set (``horovod_ssh_port``), not only the role variable it became (``container_sshd_port``).
+
+Everything here reads only the inventory (and files on the controller), so the site can run it first,
+whatever ``--limit``, ``--tags`` or ``--start-at-task`` say (docs/architecture.md, "The gate").
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+
+COLLECTION = Path(__file__).resolve().parents[2]
+RULES_PACKAGE = "ansible_collections.multinode.horovod.plugins.module_utils"
+ROLES = ("nfs_server", "nfs_client", "docker_horovod", "container_sshd", "ssh_trust", "horovod_launch")
+GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master", "horovod_workers"
+OUR_GROUPS = (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS)
+STORAGE_KINDS = ("nfs", "existing")
+# Facts the roles publish under their public prefix (set_fact); they are not typos.
+ROLE_FACTS = ("docker_horovod_gpu_count", "horovod_launch_preflight", "horovod_launch_result")
+# The switch for unknown names: error (default) or warn.
+UNKNOWN_SWITCH = "horovod_unknown_variables"
+HOSTNAME_RE = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+DIGITS_RE = re.compile(r"^\s*[0-9]+\s*$")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One inventory setting of the site: its type, default, and the role variables it becomes."""
+
+    name: str
+    kind: str  # str, int, list, dict_list
+    default: Any
+    roles: tuple[str, ...] = ()
+    cluster_wide: bool = True
+    doc: str = ""
+    choices: tuple[str, ...] = field(default=())
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("horovod_shared_storage", "str", "nfs", (), choices=STORAGE_KINDS, doc="nfs or existing"),
+    Setting("horovod_share_root", "str", "/data1", ("docker_horovod_share_root",)),
+    Setting(
+        "horovod_share_dir",
+        "str",
+        "/data1/share",
+        ("nfs_server_exports", "nfs_client_mounts", "horovod_launch_share_dir"),
+    ),
+    Setting(
+        "horovod_nfs_export_options",
+        "list",
+        ["rw", "sync", "no_subtree_check", "no_root_squash"],
+        ("nfs_server_exports",),
+    ),
+    Setting("horovod_nfs_mount_options", "list", ["nfsvers=4.2", "hard", "_netdev", "noatime"], ("nfs_client_mounts",)),
+    Setting("horovod_image", "str", "horovod/horovod:0.28.1", ("docker_horovod_image",)),
+    Setting("horovod_image_archive", "str", "", ("docker_horovod_image_archive",)),
+    Setting(
+        "horovod_container_name",
+        "str",
+        "horovod",
+        (
+            "docker_horovod_container_name",
+            "container_sshd_container_name",
+            "ssh_trust_container_name",
+            "horovod_launch_container",
+        ),
+    ),
+    Setting("horovod_shm_size", "str", "16g", ("docker_horovod_shm_size",)),
+    Setting("horovod_extra_ca_bundle", "str", "", ("docker_horovod_extra_ca_bundle",)),
+    Setting("horovod_pip_packages", "dict_list", [], ("docker_horovod_pip_packages",)),
+    Setting("horovod_ssh_port", "int", 12345, ("container_sshd_port", "ssh_trust_port", "horovod_launch_ssh_port")),
+    Setting("horovod_network_interfaces", "list", [], ("horovod_launch_network_interfaces",)),
+    Setting("horovod_train_command", "list", [], ("horovod_launch_command",)),
+    Setting("horovod_run_name", "str", "", ("horovod_launch_run_name",)),
+    Setting("horovod_slots", "int", None, ("horovod_launch_hosts",), cluster_wide=False),
+    Setting("horovod_node_address", "str", None, (), cluster_wide=False),
+    Setting(UNKNOWN_SWITCH, "str", "error", (), choices=("error", "warn")),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+KIND_WORDS = {
+    "str": "a string",
+    "int": "a whole number",
+    "list": "a list (YAML [a, b] or one '- item' per line)",
+    "dict_list": "a list of mappings",
+}
+
+
+@dataclass
+class Report:
+    """What the gate found: errors stop the run, warnings are shown."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"errors": self.errors, "warnings": self.warnings}
+
+
+# --- the roles' own rules and specs ------------------------------------------------------------
+
+
+def _load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def role_spec(role: str) -> dict[str, Any]:
+    """The options of a role's argument spec (meta/argument_specs.yml, entry point main)."""
+    key = f"spec:{role}"
+    if key not in _CACHE:
+        spec = _load_yaml(COLLECTION / "roles" / role / "meta" / "argument_specs.yml") or {}
+        _CACHE[key] = spec.get("argument_specs", {}).get("main", {}).get("options", {})
+    return _CACHE[key]
+
+
+def role_defaults(role: str) -> dict[str, Any]:
+    key = f"defaults:{role}"
+    if key not in _CACHE:
+        _CACHE[key] = _load_yaml(COLLECTION / "roles" / role / "defaults" / "main.yml") or {}
+    return _CACHE[key]
+
+
+def role_rules(role: str) -> Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None:
+    try:
+        return importlib.import_module(f"{RULES_PACKAGE}.{role}_rules").problems
+    except ModuleNotFoundError:
+        return None
+
+
+def known_names() -> set[str]:
+    names = {s.name for s in SETTINGS} | set(ROLE_FACTS)
+    for role in ROLES:
+        names |= set(role_spec(role))
+    return names
+
+
+def _spec_problems(role: str, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Validate `inputs` against the role's argument spec as include_role would; coerced values back."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: PLC0415 (Ansible is there at run time)
+
+    spec = role_spec(role)
+    result = ArgumentSpecValidator(spec).validate(dict(inputs))
+    problems = []
+    for error in result.errors:
+        text = str(error)
+        variable = next((name for name in spec if name in text), role)
+        problems.append((variable, text))
+    return dict(result.validated_parameters), problems
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def _yaml_kind(value: Any) -> str:
+    for kind, word in ((bool, "a boolean"), (str, "a string"), (int, "a number"), (float, "a number")):
+        if isinstance(value, kind):
+            return word
+    return "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list | tuple) else "empty"
+
+
+def _list_problem(setting: Setting, value: Any) -> str | None:
+    if not isinstance(value, list | tuple):
+        hint = f"; for one item write [{value}]" if isinstance(value, str) else ""
+        return f"{value!r} is {_yaml_kind(value)}, not a list{hint}"
+    if setting.kind == "list":
+        bad = [item for item in value if isinstance(item, bool | list | tuple | dict) or item is None]
+        return f"item {bad[0]!r} is not a string or number" if bad else None
+    bad = [item for item in value if not isinstance(item, Mapping)]
+    return f"item {bad[0]!r} is not a mapping such as {{name: tqdm, version: 4.66.5}}" if bad else None
+
+
+def _type_problem(setting: Setting, value: Any) -> str | None:
+    """Why `value` is not of the setting's kind (strict: a string is not a list)."""
+    if setting.kind in ("list", "dict_list"):
+        return _list_problem(setting, value)
+    if setting.kind == "int":
+        whole = isinstance(value, int) or (isinstance(value, str) and DIGITS_RE.match(value))
+        return None if whole and not isinstance(value, bool) else f"{value!r} is not {KIND_WORDS['int']}"
+    if isinstance(value, bool | list | tuple | dict) or value is None:
+        return f"{value!r} is not {KIND_WORDS['str']}"
+    if setting.choices and str(value) not in setting.choices:
+        return f"{value!r} is not one of {', '.join(setting.choices)}"
+    return None
+
+
+def _normalise(setting: Setting, value: Any) -> Any:
+    if setting.kind == "int" and isinstance(value, str):
+        return int(value)
+    if setting.kind == "str" and value is not None:
+        text = str(value)
+        if setting.name in ("horovod_share_dir", "horovod_share_root") and len(text) > 1:
+            text = text.rstrip("/") or "/"  # the one place a trailing slash is dropped
+        return text
+    if setting.kind == "list" and isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return value
+
+
+def settings_of(host_vars: Mapping[str, Any]) -> dict[str, Any]:
+    """The site's settings for one host: the inventory's values (normalised) over the defaults.
+
+    Values of the wrong type are passed through unchanged; the gate reports them."""
+    out = {}
+    for setting in SETTINGS:
+        value = host_vars.get(setting.name, setting.default) if setting.name in host_vars else setting.default
+        out[setting.name] = value if _type_problem(setting, value) else _normalise(setting, value)
+    return out
+
+
+def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
+    return str(host_vars.get("horovod_node_address") or host_vars.get("ansible_host") or name)
+
+
+def address_problem(address: str) -> str | None:
+    """Why a node address is not one host name or IPv4 address (None when it is)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        ip = None
+    if ip is not None and ip.version != 4:
+        return f"{address!r} is an IPv6 address; horovodrun's -H list takes host names or IPv4 addresses"
+    if ip is not None:
+        unusable = ip.is_loopback or ip.is_unspecified or ip.is_multicast
+        return f"{address!r} is not an address other nodes can reach" if unusable else None
+    if "/" in address:
+        return f"{address!r} is a network, not one node's address"
+    if address.lower() in ("localhost", "localhost.localdomain"):
+        return f"{address!r} is this machine's own name, which other nodes cannot use"
+    if not HOSTNAME_RE.match(address):
+        return f"{address!r} is not a valid host name (letters, digits, '-', dots between labels) or IPv4 address"
+    return None
+
+
+def slots_of(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and DIGITS_RE.match(value):
+        return int(value) if int(value) > 0 else None
+    return None
+
+
+# --- the checks ---------------------------------------------------------------------------------
+
+
+def _hosts_phrase(hosts: Sequence[str], total: int) -> str:
+    if total > 1 and len(hosts) == total:
+        return "every host"
+    if len(hosts) > 4:
+        return f"{', '.join(hosts[:4])} and {len(hosts) - 4} more"
+    return ", ".join(hosts)
+
+
+def _structure(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any], report: Report) -> list[str]:
+    errors = report.errors
+    masters = list(groups.get(GROUP_MASTER, []))
+    workers = list(groups.get(GROUP_WORKERS, []))
+    cluster = list(groups.get(GROUP_CLUSTER, []))
+    if not masters:
+        errors.append(
+            f"{GROUP_MASTER}: the group is missing or empty. Put exactly one host in it: the node that "
+            "exports the share and launches horovodrun."
+        )
+    elif len(masters) > 1:
+        errors.append(
+            f"{GROUP_MASTER}: {len(masters)} hosts ({', '.join(masters)}); there must be exactly one. "
+            f"Move the others to {GROUP_WORKERS}."
+        )
+    errors.extend(
+        f"{name}: in both {GROUP_MASTER} and {GROUP_WORKERS}; keep it in one of them."
+        for name in sorted(set(masters) & set(workers))
+    )
+    nodes = list(dict.fromkeys(masters + workers))
+    outside = [name for name in nodes if name not in cluster]
+    if outside:
+        errors.append(
+            f"{', '.join(outside)}: in {GROUP_MASTER} or {GROUP_WORKERS} but not in {GROUP_CLUSTER}. Make both "
+            f"groups children of {GROUP_CLUSTER} (see inventories/example/hosts.yml)."
+        )
+    loose = [name for name in cluster if name not in nodes]
+    if loose:
+        errors.append(
+            f"{', '.join(loose)}: in {GROUP_CLUSTER} but in neither {GROUP_MASTER} nor {GROUP_WORKERS}. Put each "
+            "host in exactly one of the two child groups."
+        )
+    for group in groups:
+        if group.startswith("horovod_") and group not in OUR_GROUPS:
+            close = difflib.get_close_matches(group, OUR_GROUPS, n=1)
+            hint = f" Did you mean {close[0]}?" if close else ""
+            errors.append(
+                f"group {group}: not a group the collection knows ({', '.join(OUR_GROUPS)}).{hint} "
+                "Its hosts would be left out of the cluster."
+            )
+
+    seen_address: dict[str, str] = {}
+    seen_short: dict[str, str] = {}
+    for name in nodes:
+        host = hostvars[name]
+        address = address_of(name, host)
+        problem = address_problem(address)
+        if problem:
+            source = "horovod_node_address" if host.get("horovod_node_address") else "ansible_host"
+            errors.append(f"{name}: {source}: {problem}. Give the one address the other nodes reach it at.")
+        if address in seen_address:
+            errors.append(
+                f"{name}: address {address} is also {seen_address[address]}'s. Every node needs its own "
+                "address (set horovod_node_address or ansible_host)."
+            )
+        seen_address.setdefault(address, name)
+        short = name.split(".")[0]
+        if short in seen_short:
+            errors.append(
+                f"{name}: short host name {short} is also {seen_short[short]}'s; horovodrun and ssh would "
+                "mix them up. Rename one of them in the inventory."
+            )
+        seen_short.setdefault(short, name)
+    return nodes
+
+
+def _names(nodes: Sequence[str], hostvars: Mapping[str, Any], report: Report, warn_only: bool) -> None:
+    known = known_names()
+    prefixes = ("horovod_", *(f"{role}_" for role in ROLES))
+    unknown: dict[str, list[str]] = {}
+    for name in nodes:
+        for variable in hostvars[name]:
+            if isinstance(variable, str) and variable.startswith(prefixes) and variable not in known:
+                unknown.setdefault(variable, []).append(name)
+    for variable, hosts in sorted(unknown.items()):
+        close = difflib.get_close_matches(variable, sorted(known), n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]}?" if close else "the collection has no such variable."
+        text = (
+            f"{variable} (on {_hosts_phrase(hosts, len(nodes))}): {hint} Unknown names are ignored, so fix the "
+            f"name or remove it (or set {UNKNOWN_SWITCH}: warn to only warn)."
+        )
+        (report.warnings if warn_only else report.errors).append(text)
+
+
+def _agreement(nodes: Sequence[str], per_host: Mapping[str, Mapping[str, Any]], report: Report) -> None:
+    for setting in SETTINGS:
+        if not setting.cluster_wide:
+            continue
+        values: dict[str, list[str]] = {}
+        for name in nodes:
+            values.setdefault(repr(per_host[name][setting.name]), []).append(name)
+        if len(values) > 1:
+            listing = "; ".join(f"{value} on {', '.join(hosts)}" for value, hosts in values.items())
+            report.errors.append(
+                f"{setting.name} differs between hosts ({listing}). It is one value for the whole cluster: set it "
+                f"once, in group_vars/{GROUP_CLUSTER}.yml."
+            )
+
+
+def _role_inputs(
+    name: str,
+    nodes: Sequence[str],
+    master: str,
+    hostvars: Mapping[str, Any],
+    settings: Mapping[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """What the site hands each role on host `name` (playbooks/site.yml), by role."""
+    addresses = {node: address_of(node, hostvars[node]) for node in nodes}
+    storage_nfs = settings["horovod_shared_storage"] == "nfs"
+    share_dir = settings["horovod_share_dir"]
+    mapped: dict[str, dict[str, Any]] = {}
+    if name == master and storage_nfs and len(nodes) > 1:
+        mapped["nfs_server"] = {
+            "nfs_server_exports": [
+                {
+                    "path": share_dir,
+                    "clients": [addresses[n] for n in nodes if n != master],
+                    "options": settings["horovod_nfs_export_options"],
+                }
+            ]
+        }
+    if name != master and storage_nfs:
+        mapped["nfs_client"] = {
+            "nfs_client_mounts": [
+                {
+                    "server": addresses[master],
+                    "path": share_dir,
+                    "mountpoint": share_dir,
+                    "options": settings["horovod_nfs_mount_options"],
+                }
+            ]
+        }
+    mapped["docker_horovod"] = {
+        "docker_horovod_image": settings["horovod_image"],
+        "docker_horovod_image_archive": settings["horovod_image_archive"],
+        "docker_horovod_container_name": settings["horovod_container_name"],
+        "docker_horovod_share_root": settings["horovod_share_root"],
+        "docker_horovod_shm_size": settings["horovod_shm_size"],
+        "docker_horovod_extra_ca_bundle": settings["horovod_extra_ca_bundle"],
+        "docker_horovod_pip_packages": settings["horovod_pip_packages"],
+    }
+    mapped["container_sshd"] = {
+        "container_sshd_container_name": settings["horovod_container_name"],
+        "container_sshd_port": settings["horovod_ssh_port"],
+    }
+    mapped["ssh_trust"] = {
+        "ssh_trust_master": master,
+        "ssh_trust_nodes": [{"name": n, "address": addresses[n]} for n in nodes],
+        "ssh_trust_port": settings["horovod_ssh_port"],
+        "ssh_trust_container_name": settings["horovod_container_name"],
+    }
+    if name == master:
+        mapped["horovod_launch"] = {
+            "horovod_launch_hosts": [
+                {"name": n, "address": addresses[n], "slots": slots_of(hostvars[n].get("horovod_slots")) or 1}
+                for n in nodes
+            ],
+            "horovod_launch_container": settings["horovod_container_name"],
+            "horovod_launch_ssh_port": settings["horovod_ssh_port"],
+            "horovod_launch_share_dir": share_dir,
+            "horovod_launch_network_interfaces": settings["horovod_network_interfaces"],
+            "horovod_launch_command": settings["horovod_train_command"],
+            "horovod_launch_run_name": settings["horovod_run_name"],
+        }
+    return mapped
+
+
+def _sources(role_variable: str) -> list[Setting]:
+    return [s for s in SETTINGS if role_variable in s.roles]
+
+
+def _blame(role_variable: str, message: str, settings: Mapping[str, Any]) -> str:
+    """The inventory variable(s) behind a role variable's problem: those whose value the message quotes."""
+    sources = _sources(role_variable)
+    if not sources:
+        return role_variable
+
+    def quoted(value: Any) -> bool:
+        items = value if isinstance(value, list | tuple) else [value]
+        return any(str(item) and str(item) in message for item in items if not isinstance(item, Mapping))
+
+    named = [s.name for s in sources if quoted(settings[s.name])] or [s.name for s in sources]
+    return f"{' / '.join(named)} (as {role_variable})"
+
+
+def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Mapping[str, Any]) -> list[str]:
+    """Rules of the site itself, on its own settings (the roles check what they receive)."""
+    problems = []
+    for key in ("horovod_share_root", "horovod_share_dir"):
+        problem = path_problem(settings[key])
+        if problem:
+            problems.append(f"{key}: {problem}.")
+    root, share = settings["horovod_share_root"], settings["horovod_share_dir"]
+    if not path_problem(root) and not path_problem(share) and (share == root or not is_inside(share, root)):
+        problems.append(
+            f"horovod_share_dir: {share!r} must be a directory below horovod_share_root {root!r} (the directory "
+            "mounted into the container), for example /data1/share below /data1."
+        )
+    port = settings["horovod_ssh_port"]
+    clash = [
+        name
+        for name in nodes
+        if "ssh" in str(hostvars[name].get("ansible_connection", "ssh"))
+        and str(hostvars[name].get("ansible_port", 22)) == str(port)
+    ]
+    if clash:
+        problems.append(
+            f"horovod_ssh_port: {port} is the port Ansible reaches {', '.join(clash)} on (the host's own sshd); "
+            "the containers' sshd needs a port of its own, such as the default 12345."
+        )
+    return problems
+
+
+CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_connection")
+
+
+def snapshot(names: Iterable[str], hostvars: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The variables the gate reads, once per host, as plain dicts.
+
+    Each ``hostvars[name]`` computes all of that host's variables anew, so it is read once per host and
+    only the names the gate looks at are taken (ours, and how the host is reached)."""
+    prefixes = ("horovod_", *(f"{role}_" for role in ROLES))
+    snap = {}
+    for name in names:
+        host = hostvars[name]
+        keys = [key for key in host if isinstance(key, str) and (key.startswith(prefixes) or key in CONNECTION_VARS)]
+        snap[name] = {key: host[key] for key in keys}
+    return snap
+
+
+SLOTS_FIX = "Set the number of processes for this node (usually its GPUs), or remove it to use the GPUs found."
+
+
+def _types(
+    nodes: Sequence[str],
+    hostvars: Mapping[str, Mapping[str, Any]],
+    per_host: dict[str, dict[str, Any]],
+    report: Report,
+) -> None:
+    """Types, named by variable and host. A value of the wrong type is then taken as its default for the
+    checks that follow, so they find the other problems without repeating this one in other words."""
+    typed: dict[tuple[str, str], list[str]] = {}
+    for name in nodes:
+        host = hostvars[name]
+        for setting in SETTINGS:
+            if setting.name not in host:
+                continue
+            problem = _type_problem(setting, host[setting.name])
+            if setting.name == "horovod_slots" and problem is None and slots_of(host[setting.name]) is None:
+                problem = f"{host[setting.name]!r} is not a whole number of 1 or more"
+            if problem:
+                per_host[name][setting.name] = _normalise(setting, setting.default)
+                fix = SLOTS_FIX if setting.name == "horovod_slots" else f"It must be {KIND_WORDS[setting.kind]}."
+                typed.setdefault((setting.name, f"{problem}. {fix}"), []).append(name)
+    for (variable, text), hosts in typed.items():
+        report.errors.append(f"{variable} (on {_hosts_phrase(hosts, len(nodes))}): {text}")
+
+
+def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> Report:
+    """Everything wrong with the inventory, each with its fix."""
+    report = Report()
+    members = [name for group in (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS) for name in groups.get(group, [])]
+    hostvars = snapshot(dict.fromkeys(members), hostvars)
+    nodes = _structure(groups, hostvars, report)
+    if not nodes:
+        return report
+    masters = list(groups.get(GROUP_MASTER, []))
+    master = masters[0] if masters else nodes[0]
+    per_host = {name: settings_of(hostvars[name]) for name in nodes}
+    switch = per_host[master][UNKNOWN_SWITCH]
+    _names(nodes, hostvars, report, warn_only=switch == "warn")
+
+    _types(nodes, hostvars, per_host, report)
+    _agreement(nodes, per_host, report)
+    settings = per_host[master]
+    report.errors.extend(_site_rules(settings, nodes, hostvars))
+
+    seen: dict[str, list[str]] = {}
+    memo: dict[str, list[str]] = {}  # most hosts hand a role the same inputs: check each set once
+    for name in nodes:
+        host = hostvars[name]
+        for role, mapped in _role_inputs(name, nodes, master, hostvars, per_host[name]).items():
+            own = {key: value for key, value in host.items() if key in role_spec(role)}
+            key = repr((role, sorted(own.items()), sorted(mapped.items()), sorted(per_host[name].items())))
+            if key not in memo:
+                memo[key] = _role_problems(role, mapped, host, per_host[name])
+            for line in memo[key]:
+                seen.setdefault(line, []).append(name)
+    for line, hosts in seen.items():
+        report.errors.append(f"{line} (on {_hosts_phrase(hosts, len(nodes))})")
+    return report
+
+
+def _role_problems(
+    role: str, mapped: Mapping[str, Any], host: Mapping[str, Any], settings: Mapping[str, Any]
+) -> list[str]:
+    """One role's view on one host: its defaults, the inventory's role variables, the site's mapping."""
+    spec = role_spec(role)
+    lines = []
+    own = {name: host[name] for name in spec if name in host}
+    for name in sorted(set(own) & set(mapped)):
+        sources = ", ".join(s.name for s in _sources(name)) or "the inventory groups"
+        lines.append(f"{name}: set in the inventory, but the site sets it from {sources}; set that instead.")
+    inputs = {**role_defaults(role), **own, **mapped}
+    inputs = {name: value for name, value in inputs.items() if name in spec}
+    coerced, spec_problems = _spec_problems(role, inputs)
+    problems = list(spec_problems)
+    rules = role_rules(role)
+    if rules is not None and not spec_problems:
+        problems.extend(rules({**inputs, **coerced}))
+    for variable, message in problems:
+        who = _blame(variable, message, settings) if variable in mapped else variable
+        lines.append(f"{who}: {message}")
+    return lines
