@@ -1,7 +1,9 @@
 """Filters of the docker_horovod role: parse what the host and Docker report, validate inputs.
 
 Kept in Python (not Jinja) so that the parsing of lspci, nvidia-smi, docker top and pip output is
-unit-tested (tests/unit/test_docker_horovod_filters.py).
+unit-tested (tests/unit/test_docker_horovod_filters.py). How the role reads its own values (sizes, image
+references, patterns) lives in plugins/module_utils/docker_horovod_values.py, which the role's input
+rules share.
 """
 
 from __future__ import annotations
@@ -12,23 +14,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
+    canonical_name,
+    image_reference,
+    invalid_regexes,
+    size_bytes,
+)
 
 # `lspci -n` line: "3b:00.0 0302: 10de:1db6 (rev a1)"; PCI class 03xx is a display controller
 # (0300 VGA, 0302 3D). NVIDIA's audio functions (0403) and NVSwitch bridges (0680) are not GPUs.
 _LSPCI_NVIDIA_GPU = re.compile(r"^\S+\s+(?:Class\s+)?03[0-9a-f]{2}:\s+10de:[0-9a-f]{4}", re.IGNORECASE)
 # `nvidia-smi -L` line: "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)"; MIG devices are indented.
 _NVIDIA_SMI_GPU = re.compile(r"^GPU\s+\d+:")
-# Docker's size syntax as the engine parses it (units case-insensitive, "b" suffix optional).
-_SIZE = re.compile(r"^([0-9]+)\s*(?:([kmgt])b?|b)?$", re.IGNORECASE)
-_SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-# Docker image reference: [registry[:port]/]path[:tag][@digest]
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN = r"(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)"
-_REFERENCE = re.compile(
-    rf"^(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
-    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
 
 
 def gpu_count_pci(lspci_output: str) -> int:
@@ -41,29 +38,6 @@ def gpu_count_smi(nvidia_smi_output: str) -> int:
     return sum(1 for line in (nvidia_smi_output or "").splitlines() if _NVIDIA_SMI_GPU.match(line))
 
 
-def size_bytes(value: Any) -> int | None:
-    """Bytes of a Docker size such as "16g", "1536m" or "1073741824"; None when it does not parse."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    match = _SIZE.match(str(value).strip())
-    if not match:
-        return None
-    number = int(match.group(1))
-    if number <= 0:
-        return None
-    return number * _SIZE_FACTORS[(match.group(2) or "").lower()]
-
-
-def image_reference(value: Any) -> dict[str, str] | None:
-    """Split an image reference into name, tag and digest; None when it is not a valid reference."""
-    match = _REFERENCE.match(str(value or ""))
-    if not match:
-        return None
-    return {key: match.group(key) or "" for key in ("name", "tag", "digest")}
-
-
 def _compile_all(patterns: Iterable[str]) -> list[re.Pattern[str]]:
     compiled = []
     for pattern in patterns:
@@ -72,17 +46,6 @@ def _compile_all(patterns: Iterable[str]) -> list[re.Pattern[str]]:
         except re.error as exc:
             raise AnsibleFilterError(f"invalid regular expression {pattern!r}: {exc}") from exc
     return compiled
-
-
-def invalid_regexes(patterns: Iterable[str]) -> list[str]:
-    """The patterns that are not valid Python regular expressions (for assert messages)."""
-    bad = []
-    for pattern in patterns or []:
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError):
-            bad.append(str(pattern))
-    return bad
 
 
 def job_processes(top_output: str, idle_patterns: Iterable[str]) -> list[str]:
@@ -104,20 +67,16 @@ def job_processes(top_output: str, idle_patterns: Iterable[str]) -> list[str]:
     return jobs
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def pip_missing(pip_list: Any, packages: Iterable[Mapping[str, str]]) -> list[str]:
     """`name==version` for every wanted package that `pip list --format=json` does not show at that version."""
     installed_raw = json.loads(pip_list) if isinstance(pip_list, str) else pip_list
     if not isinstance(installed_raw, list):
         raise AnsibleFilterError("docker_horovod_pip_missing expects the JSON list of `pip list --format=json`")
-    installed = {_canonical(item["name"]): str(item["version"]) for item in installed_raw}
+    installed = {canonical_name(item["name"]): str(item["version"]) for item in installed_raw}
     missing = []
     for package in packages or []:
         name, version = str(package["name"]), str(package["version"])
-        if installed.get(_canonical(name)) != version:
+        if installed.get(canonical_name(name)) != version:
             missing.append(f"{name}=={version}")
     return missing
 

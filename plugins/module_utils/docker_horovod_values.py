@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How the docker_horovod role reads its values: Docker sizes, image references, container names.
+
+Pure functions shared by the role's filters (plugins/filter/docker_horovod.py) and its input rules
+(plugins/module_utils/docker_horovod_rules.py), so that both read a value the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Docker's size syntax as the engine parses it (units case-insensitive, "b" suffix optional).
+_SIZE = re.compile(r"^([0-9]+)\s*(?:([kmgt])b?|b)?$", re.IGNORECASE)
+_SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+# Docker image reference: [registry[:port]/]path[:tag][@digest]
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)"
+_REFERENCE = re.compile(
+    rf"^(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+# The Docker engine's own rule for container names (daemon/names: validContainerNamePattern), without
+# the leading "/" it tolerates: at least two characters.
+CONTAINER_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
+CONTAINER_NAME_SHAPE = (
+    "a Docker container name: at least two characters, letters, digits, '_', '.' and '-', "
+    "starting with a letter or digit (for example horovod)"
+)
+
+
+def size_bytes(value: Any) -> int | None:
+    """Bytes of a Docker size such as "16g", "1536m" or "1073741824"; None when it does not parse."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    match = _SIZE.match(str(value).strip())
+    if not match:
+        return None
+    number = int(match.group(1))
+    if number <= 0:
+        return None
+    return number * _SIZE_FACTORS[(match.group(2) or "").lower()]
+
+
+def image_reference(value: Any) -> dict[str, str] | None:
+    """Split an image reference into name, tag and digest; None when it is not a valid reference."""
+    match = _REFERENCE.match(str(value or ""))
+    if not match:
+        return None
+    return {key: match.group(key) or "" for key in ("name", "tag", "digest")}
+
+
+def invalid_regexes(patterns: Iterable[Any]) -> list[str]:
+    """The patterns that are not valid Python regular expressions (for assert messages)."""
+    bad = []
+    for pattern in patterns or []:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError):
+            bad.append(str(pattern))
+    return bad
+
+
+def canonical_name(name: str) -> str:
+    """A Python distribution name as pip compares them (PEP 503: runs of -, _ and . are one -)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def container_name_problem(value: object) -> str | None:
+    """Why `value` is not a name Docker accepts for a container, or None when it is."""
+    if isinstance(value, str) and CONTAINER_NAME_RE.fullmatch(value):
+        return None
+    return f"{plain(value)!r} is not a valid container name; use {CONTAINER_NAME_SHAPE}"
+
+
+def plain(value: Any) -> Any:
+    """`value` with Ansible's tagged strings, lists and mappings turned back into plain ones, for messages."""
+    if isinstance(value, Mapping):
+        return {plain(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    for kind in (bool, str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
