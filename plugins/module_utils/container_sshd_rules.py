@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The container_sshd role's input rules that need no host (the interface: plugins/filter/role_rules.py).
+
+``problems(inputs)`` returns ``(variable, message)`` for every input the role would refuse. The role
+checks them first in tasks/assert.yml; the site's gate checks the same rules on what the site hands
+to the role. What only a host can tell (the container, its image, the ports already taken there and
+the host's own sshd port) stays a task in tasks/assert.yml.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
+    container_name_problem,
+    plain,
+)
+
+Problems = list[tuple[str, str]]
+Values = Mapping[str, Any]
+
+# The role's defaults (defaults/main.yml), for a caller that leaves one out; the unit test checks them.
+DEFAULTS: dict[str, Any] = {
+    "container_sshd_container_name": "horovod",
+    "container_sshd_port": 12345,
+    "container_sshd_listen_addresses": [],
+    "container_sshd_host_key_types": ["ed25519", "rsa"],
+    "container_sshd_wait_timeout": 30,
+}
+# vars/main.yml, __container_sshd_all_key_types; the unit test checks they agree.
+KEY_TYPES = ("ed25519", "ecdsa", "rsa")
+_WHOLE = re.compile(r"[0-9]+")
+
+
+def whole_number(value: object) -> int | None:
+    """`value` as an int when it is one, or a string of digits (as the argument spec's type int takes it)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str) and _WHOLE.fullmatch(value):
+        return int(value)
+    return None
+
+
+def check_port(values: Values) -> Problems:
+    value = values["container_sshd_port"]
+    port = whole_number(value)
+    if port is not None and 1 <= port <= 65535:
+        return []
+    return [
+        (
+            "container_sshd_port",
+            f"{plain(value)!r} is not a TCP port; use a whole number from 1 to 65535 that is not the host's own "
+            "sshd port (default 12345)",
+        )
+    ]
+
+
+def check_host_key_types(values: Values) -> Problems:
+    variable, value = "container_sshd_host_key_types", values["container_sshd_host_key_types"]
+    allowed = ", ".join(KEY_TYPES)
+    if not isinstance(value, list):
+        return [(variable, f"{plain(value)!r} is not a list; list the key types, for example [ed25519, rsa]")]
+    if not value:
+        return [(variable, f"the list is empty and sshd needs a host key; list at least one of {allowed}")]
+    found: Problems = []
+    for key_type in value:
+        if not isinstance(key_type, str) or key_type not in KEY_TYPES:
+            found.append((variable, f"{plain(key_type)!r} is not a host key type this role makes; use {allowed}"))
+    twice = sorted({key_type for key_type in value if isinstance(key_type, str) and value.count(key_type) > 1})
+    if twice:
+        found.append((variable, f"{', '.join(twice)} is listed more than once; list each key type once"))
+    return found
+
+
+def address_problem(value: object) -> str | None:
+    """Why `value` is not an IPv4 or IPv6 address for ListenAddress (IPv6 may be in brackets), or None."""
+    fix = "use an IPv4 or IPv6 address such as 192.0.2.10 or 2001:db8::10, or leave the list empty for every address"
+    if not isinstance(value, str):
+        return f"{plain(value)!r} is not a string; {fix}"
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        return f"{value!r} is not an IP address (no names, ports, spaces or empty strings); {fix}"
+    if bare != value and address.version != 6:
+        return f"{value!r} puts an IPv4 address in brackets; {fix}"
+    return None
+
+
+def check_listen_addresses(values: Values) -> Problems:
+    variable, value = "container_sshd_listen_addresses", values["container_sshd_listen_addresses"]
+    if not isinstance(value, list):
+        return [(variable, f"{plain(value)!r} is not a list; use a list of addresses such as [192.0.2.10], or []")]
+    found: Problems = [(variable, problem) for problem in map(address_problem, value) if problem]
+    twice = sorted({address for address in value if isinstance(address, str) and value.count(address) > 1})
+    if twice:
+        found.append((variable, f"{', '.join(twice)} is listed more than once; list each address once"))
+    return found
+
+
+def check_container_name(values: Values) -> Problems:
+    problem = container_name_problem(values["container_sshd_container_name"])
+    return [("container_sshd_container_name", problem)] if problem else []
+
+
+def check_wait_timeout(values: Values) -> Problems:
+    value = values["container_sshd_wait_timeout"]
+    seconds = whole_number(value)
+    if seconds is not None and seconds > 0:
+        return []
+    return [
+        (
+            "container_sshd_wait_timeout",
+            f"{plain(value)!r} is not a number of seconds above 0; use a whole number such as the default 30",
+        )
+    ]
+
+
+CHECKS: tuple[Callable[[Values], Problems], ...] = (
+    check_container_name,
+    check_port,
+    check_listen_addresses,
+    check_host_key_types,
+    check_wait_timeout,
+)
+
+
+def problems(inputs: Mapping[str, Any]) -> Problems:
+    """Every problem with container_sshd's inputs as (variable, message); empty when they are sound."""
+    values = {name: inputs.get(name, default) for name, default in DEFAULTS.items()}
+    found: Problems = []
+    for check in CHECKS:
+        found.extend(check(values))
+    return found
