@@ -118,7 +118,7 @@ def check_container_name(values: Values) -> Problems:
 
 def check_share_root(values: Values) -> Problems:
     problem = path_problem(values["docker_horovod_share_root"])
-    return [("docker_horovod_share_root", f"{problem} (the directory mounted into the container)")] if problem else []
+    return [("docker_horovod_share_root", problem)] if problem else []
 
 
 def check_image_archive(values: Values) -> Problems:
