@@ -5,7 +5,8 @@
 A host list is ``[{name, address, slots}, ...]``: ``name`` is the inventory name, ``address``
 what the other nodes use to reach it (it goes into ``-H`` unless ``key='name'``), ``slots`` the
 number of processes it runs. One validator (:func:`host_errors`) serves every filter and the
-role's ``assert`` tasks, so a bad list is described the same way everywhere.
+role's input rules; it lives in plugins/module_utils/horovod_hosts.py, so a bad list is described
+the same way everywhere.
 
 This file holds several filters, so, as in ansible-core, each one's DOCUMENTATION, EXAMPLES and
 RETURN live next to it in ``<filter name>.yml``, which ``ansible-doc -t filter`` reads.
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
 
 __all__ = [
     "FilterModule",
@@ -31,73 +33,7 @@ __all__ = [
     "total_slots",
 ]
 
-FIELDS = ("name", "address", "slots")
 KEYS = ("address", "name")
-# Host names and IPv4 addresses. horovodrun splits each -H item on ':' and the list on ',', so
-# neither may appear; whitespace would split the hostfile line.
-HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$")
-DIGITS_RE = re.compile(r"^\s*[0-9]+\s*$")
-
-
-def _describe(index: int, host: object) -> str:
-    if isinstance(host, Mapping) and isinstance(host.get("name"), str) and host.get("name"):
-        return f"host {index} ({host['name']})"
-    return f"host {index}"
-
-
-def _slots(value: object) -> int | None:
-    """The slot count, or None when the value is not a whole number of 1 or more."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and DIGITS_RE.match(value):
-        number = int(value)
-    else:
-        return None
-    return number if number >= 1 else None
-
-
-def host_errors(hosts: object) -> list[str]:
-    """Every problem of a host list, one readable sentence each; empty when the list is valid."""
-    if not isinstance(hosts, list | tuple):
-        return [f"the host list must be a list of {{name, address, slots}} dictionaries, got {type(hosts).__name__}"]
-    if not hosts:
-        return ["the host list is empty: give at least one {name, address, slots} entry"]
-    errors: list[str] = []
-    seen: dict[str, dict[str, int]] = {"name": {}, "address": {}}
-    for index, host in enumerate(hosts):
-        where = _describe(index, host)
-        if not isinstance(host, Mapping):
-            errors.append(f"{where}: must be a dictionary with name, address and slots, got {host!r}")
-            continue
-        unknown = sorted(str(k) for k in host if k not in FIELDS)
-        if unknown:
-            errors.append(f"{where}: unknown key(s) {', '.join(unknown)}; only name, address and slots are allowed")
-        for field in ("name", "address"):
-            value = host.get(field)
-            if not isinstance(value, str) or not value:
-                errors.append(f"{where}: {field} is missing or empty; set it to a host name or IPv4 address")
-            elif not HOST_RE.match(value):
-                errors.append(
-                    f"{where}: {field} {value!r} is not a host name or IPv4 address "
-                    "(letters, digits, '.', '-', '_'; no spaces, ',' or ':', so no IPv6)"
-                )
-            elif value in seen[field]:
-                errors.append(
-                    f"{where}: {field} {value!r} is also used by host {seen[field][value]}; "
-                    f"each host needs its own {field}"
-                )
-            else:
-                seen[field][value] = index
-        if "slots" not in host:
-            errors.append(f"{where}: slots is missing; set it to the number of processes to run there (1 or more)")
-        elif _slots(host["slots"]) is None:
-            errors.append(
-                f"{where}: slots must be a whole number of 1 or more, got {host['slots']!r}; "
-                "set it to the number of processes to run there (usually its GPU count, 1 without GPUs)"
-            )
-    return errors
 
 
 def _validated(hosts: object) -> list[Mapping[str, Any]]:
@@ -120,16 +56,16 @@ def _allocate(hosts: object, np: object) -> list[tuple[Mapping[str, Any], int]]:
     run of fewer processes than slots must be given exactly ``np`` slots.
     """
     valid = _validated(hosts)
-    total = sum(_slots(h["slots"]) or 0 for h in valid)
+    total = sum(slot_count(h["slots"]) or 0 for h in valid)
     if np is None:
         wanted = total
     else:
-        wanted = _slots(np) or 0
+        wanted = slot_count(np) or 0
         if wanted < 1 or wanted > total:
             raise AnsibleFilterError(f"np must be a whole number from 1 to the {total} slots of the hosts, got {np!r}")
     plan = []
     for host in valid:
-        take = min(_slots(host["slots"]) or 0, wanted)
+        take = min(slot_count(host["slots"]) or 0, wanted)
         if take:
             plan.append((host, take))
         wanted -= take
@@ -150,7 +86,7 @@ def hostfile(hosts: object, key: str = "address", np: object = None) -> str:
 
 def total_slots(hosts: object) -> int:
     """The sum of the slots of a valid host list."""
-    return sum(_slots(h["slots"]) or 0 for h in _validated(hosts))
+    return sum(slot_count(h["slots"]) or 0 for h in _validated(hosts))
 
 
 def rank_hosts(hosts: object, np: object = None) -> list[str]:

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a Horovod host list is: ``[{name, address, slots}, ...]``, and every way one can be wrong.
+
+``name`` is the inventory name, ``address`` what the other nodes use to reach it (it goes into
+``horovodrun -H``), ``slots`` the number of processes it runs. Pure code, shared by the filters of
+plugins/filter/horovod_hosts.py and horovod_launch's input rules (horovod_launch_rules.py), so a bad
+list is described the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+FIELDS = ("name", "address", "slots")
+# Host names and IPv4 addresses. horovodrun splits each -H item on ':' and the list on ',', so
+# neither may appear; whitespace would split the hostfile line.
+HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$")
+DIGITS_RE = re.compile(r"^\s*[0-9]+\s*$")
+
+
+def describe(index: int, host: object) -> str:
+    """How a message names entry `index` of a host list: by index, and by name when it has one."""
+    if isinstance(host, Mapping) and isinstance(host.get("name"), str) and host.get("name"):
+        return f"host {index} ({host['name']})"
+    return f"host {index}"
+
+
+def slot_count(value: object) -> int | None:
+    """The slot count, or None when the value is not a whole number of 1 or more."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and DIGITS_RE.match(value):
+        number = int(value)
+    else:
+        return None
+    return number if number >= 1 else None
+
+
+def host_errors(hosts: object) -> list[str]:
+    """Every problem of a host list, one readable sentence each; empty when the list is valid."""
+    if not isinstance(hosts, list | tuple):
+        return [f"the host list must be a list of {{name, address, slots}} dictionaries, got {type(hosts).__name__}"]
+    if not hosts:
+        return ["the host list is empty: give at least one {name, address, slots} entry"]
+    errors: list[str] = []
+    seen: dict[str, dict[str, int]] = {"name": {}, "address": {}}
+    for index, host in enumerate(hosts):
+        where = describe(index, host)
+        if not isinstance(host, Mapping):
+            errors.append(f"{where}: must be a dictionary with name, address and slots, got {host!r}")
+            continue
+        unknown = sorted(str(k) for k in host if k not in FIELDS)
+        if unknown:
+            errors.append(f"{where}: unknown key(s) {', '.join(unknown)}; only name, address and slots are allowed")
+        for field in ("name", "address"):
+            value = host.get(field)
+            if not isinstance(value, str) or not value:
+                errors.append(f"{where}: {field} is missing or empty; set it to a host name or IPv4 address")
+            elif not HOST_RE.match(value):
+                errors.append(
+                    f"{where}: {field} {value!r} is not a host name or IPv4 address "
+                    "(letters, digits, '.', '-', '_'; no spaces, ',' or ':', so no IPv6)"
+                )
+            elif value in seen[field]:
+                errors.append(
+                    f"{where}: {field} {value!r} is also used by host {seen[field][value]}; "
+                    f"each host needs its own {field}"
+                )
+            else:
+                seen[field][value] = index
+        if "slots" not in host:
+            errors.append(f"{where}: slots is missing; set it to the number of processes to run there (1 or more)")
+        elif slot_count(host["slots"]) is None:
+            errors.append(
+                f"{where}: slots must be a whole number of 1 or more, got {host['slots']!r}; "
+                "set it to the number of processes to run there (usually its GPU count, 1 without GPUs)"
+            )
+    return errors
