@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+"""horovod_launch's controller-side input rules: what its variables may be, before any host is read.
+
+``problems(inputs)`` takes the role's variables by their full names and returns ``(variable, message)``
+for each problem (see plugins/filter/role_rules.py). The role checks them first in tasks/assert.yml; the
+site's gate checks the same rules on what it will hand to the role. What only the hosts can tell (the
+container runs, the interfaces exist, /dev/shm is large enough) is checked by the preflight
+(tasks/checks.yml). A variable missing from ``inputs`` is not checked, except the host list, which has
+no usable default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+
+Problems = list[tuple[str, str]]
+
+P = "horovod_launch_"
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
+NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
+# Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
+CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+WHOLE_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
+CONTROLLERS = ("gloo", "mpi")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet")
+MAX_PORT = 65535
+
+# Whole numbers that must be 1 or more, and what each one counts.
+POSITIVE = {
+    f"{P}timeout": "the seconds the run may take",
+    f"{P}poll_interval": "the seconds between two progress lines",
+    f"{P}start_timeout": "the seconds horovodrun waits for every process to start",
+    f"{P}ssh_connect_timeout": "the seconds each preflight ssh may take to connect",
+    f"{P}failure_tail_lines": "the lines of the failing rank's output to show",
+}
+
+# Directories on the share, below horovod_launch_share_dir: every rank, on every host, reads or
+# writes them at the same path. code_dest must be below it, not the share itself (a checkout would
+# take over the whole share).
+ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir")
+
+# horovodrun options this role sets from its own variables.
+RESERVED_ARGS = {
+    "-np": f"{P}np",
+    "--num-proc": f"{P}np",
+    "-H": f"{P}hosts",
+    "--hosts": f"{P}hosts",
+    "--hostfile": f"{P}hosts",
+    "-p": f"{P}ssh_port",
+    "--ssh-port": f"{P}ssh_port",
+    "-i": f"{P}ssh_identity_file",
+    "--ssh-identity-file": f"{P}ssh_identity_file",
+    "--start-timeout": f"{P}start_timeout",
+    "--gloo": f"{P}controller",
+    "--mpi": f"{P}controller",
+    "--network-interfaces": f"{P}network_interfaces",
+    "--network-interface": f"{P}network_interfaces",
+    "--output-filename": f"{P}runs_dir and {P}run_name",
+    "--verbose": f"{P}verbose",
+}
+
+_ABSENT = object()
+
+
+def whole(value: object) -> int | None:
+    """`value` as a whole number (an int or a string of digits, as the argument spec converts), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and WHOLE_RE.fullmatch(value):
+        return int(value)
+    return None
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it: a whole number as the number (``"70000"`` from ``-e`` too), else its repr."""
+    number = whole(value)
+    return repr(value) if number is None else str(number)
+
+
+def _hosts(inputs: Mapping[str, Any]) -> tuple[Problems, int | None]:
+    """The host list's problems, and its total of slots when it is valid."""
+    hosts = inputs.get(f"{P}hosts", [])
+    errors = host_errors(hosts)
+    if errors:
+        return [(f"{P}hosts", error) for error in errors], None
+    return [], sum(slot_count(host["slots"]) or 0 for host in hosts)
+
+
+def _np(inputs: Mapping[str, Any], total: int | None) -> Problems:
+    value = inputs.get(f"{P}np", _ABSENT)
+    if value is _ABSENT:
+        return []
+    np = whole(value)
+    if np is None or np < 0:
+        return [
+            (
+                f"{P}np",
+                f"{shown(value)} is not a whole number of 0 or more; give the number of processes (0: all slots)",
+            )
+        ]
+    if total is not None and np > total:
+        hosts = inputs[f"{P}hosts"]
+        slots = ", ".join(f"{host['name']}: {slot_count(host['slots'])}" for host in hosts)
+        plural = "s" if total != 1 else ""
+        return [
+            (
+                f"{P}np",
+                f"{np} is more than the {total} slot{plural} of the hosts ({slots}); lower it (0 means all slots) "
+                "or give the hosts more slots",
+            )
+        ]
+    return []
+
+
+def _counts(inputs: Mapping[str, Any]) -> Problems:
+    out: Problems = []
+    for name, what in POSITIVE.items():
+        value = inputs.get(name, _ABSENT)
+        if value is _ABSENT:
+            continue
+        number = whole(value)
+        if number is None or number < 1:
+            out.append((name, f"{shown(value)} is not a whole number of 1 or more; set it to {what}"))
+    value = inputs.get(f"{P}ssh_port", _ABSENT)
+    if value is not _ABSENT:
+        port = whole(value)
+        if port is None or not 1 <= port <= MAX_PORT:
+            out.append(
+                (
+                    f"{P}ssh_port",
+                    f"{shown(value)} is not a TCP port; use the port of the containers' sshd, from 1 to 65535 "
+                    "(container_sshd_port, default 12345)",
+                )
+            )
+    return out
+
+
+def _directories(inputs: Mapping[str, Any]) -> Problems:
+    out: Problems = []
+    share = inputs.get(f"{P}share_dir", _ABSENT)
+    share_problem = None
+    if share is not _ABSENT:
+        share_problem = path_problem(share)
+        if share_problem:
+            out.append((f"{P}share_dir", share_problem))
+    for name in ON_THE_SHARE:
+        value = inputs.get(name, _ABSENT)
+        if value is _ABSENT or (name == f"{P}workdir" and value == ""):
+            continue
+        # A directory below a bad share is the share's problem, reported once, for the share.
+        if share_problem and isinstance(value, str) and isinstance(share, str) and value.startswith(share + "/"):
+            continue
+        problem = path_problem(value)
+        if problem:
+            out.append((name, problem))
+        elif share is _ABSENT or share_problem:
+            continue
+        elif not is_inside(value, share):
+            out.append(
+                (
+                    name,
+                    f"{value!r} is not on the share {share!r}; every rank uses it at the same path on every host, "
+                    f"so put it below {share}",
+                )
+            )
+        elif name == f"{P}code_dest" and value == share:
+            out.append(
+                (
+                    name,
+                    f"{value!r} is the share itself; check the code out into a directory below it, e.g. {share}/code",
+                )
+            )
+    key = inputs.get(f"{P}ssh_identity_file", _ABSENT)
+    if key is not _ABSENT and (not isinstance(key, str) or not key.startswith("/")):
+        out.append(
+            (
+                f"{P}ssh_identity_file",
+                f"{key!r} is not an absolute path; give the private key's path inside the master's container, "
+                "e.g. /root/.ssh/id_ed25519",
+            )
+        )
+    return out
+
+
+def _names(inputs: Mapping[str, Any]) -> Problems:
+    out: Problems = []
+    run = inputs.get(f"{P}run_name", _ABSENT)
+    if run is not _ABSENT and run != "" and not (isinstance(run, str) and NAME_RE.fullmatch(run)):
+        out.append(
+            (
+                f"{P}run_name",
+                f"{run!r} is not a plain directory name; use letters, digits, '.', '_' and '-' (starting with a "
+                "letter or digit), or leave it empty for a new time-stamped name per run",
+            )
+        )
+    container = inputs.get(f"{P}container", _ABSENT)
+    if container is not _ABSENT and not (isinstance(container, str) and CONTAINER_RE.fullmatch(container)):
+        out.append(
+            (
+                f"{P}container",
+                f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
+                "with a letter or digit (the name docker_horovod gave the container, default horovod)",
+            )
+        )
+    controller = inputs.get(f"{P}controller", _ABSENT)
+    if controller is not _ABSENT and controller not in CONTROLLERS:
+        out.append((f"{P}controller", f"{controller!r} is not a controller; choose gloo or mpi"))
+    return out
+
+
+def _code(inputs: Mapping[str, Any]) -> Problems:
+    repo = inputs.get(f"{P}code_repo", "")
+    if not isinstance(repo, str):
+        return [(f"{P}code_repo", f"{repo!r} is not a string; give a git URL or a path on the master, or ''")]
+    version = inputs.get(f"{P}code_version", "")
+    if repo and (not isinstance(version, str) or not version.strip() or version.strip() == "HEAD"):
+        return [
+            (
+                f"{P}code_version",
+                f"{version!r} does not pin the code of {P}code_repo ({repo}); set it to a tag or a commit "
+                "(a branch name moves with new commits) so that every node runs the same code",
+            )
+        ]
+    return []
+
+
+def _list(inputs: Mapping[str, Any], name: str, example: str) -> tuple[Problems, list[Any] | None]:
+    """A list variable's type problems (not a list, or an item that is not a plain string), and the list."""
+    value = inputs.get(name, _ABSENT)
+    if value is _ABSENT:
+        return [], None
+    if not isinstance(value, list | tuple):
+        return [(name, f"{value!r} is not a list; give one item per entry, e.g. {example}, or []")], None
+    for index, item in enumerate(value):
+        if not isinstance(item, str | int | float) or isinstance(item, bool):
+            return [
+                (name, f"item {index} ({item!r}) is not a plain string; give one string per item, e.g. {example}")
+            ], None
+    return [], list(value)
+
+
+def _command(inputs: Mapping[str, Any]) -> Problems:
+    out, command = _list(inputs, f"{P}command", '[python3, train.py, --epochs, "10"]')
+    if command and not str(command[0]).strip():
+        out.append(
+            (
+                f"{P}command",
+                f"{command!r} starts with an empty item; give the program first, one argument per item (for "
+                'example [python3, train.py, --epochs, "10"]), or leave it empty for the bundled example',
+            )
+        )
+    more, _ = _list(inputs, f"{P}example_args", '[--epochs, "5"]')
+    return out + more
+
+
+def _env(inputs: Mapping[str, Any]) -> Problems:
+    env = inputs.get(f"{P}env", _ABSENT)
+    if env is _ABSENT:
+        return []
+    fix = "map variable names to plain values, e.g. {NCCL_DEBUG: INFO, NCCL_SOCKET_IFNAME: eth0}"
+    if not isinstance(env, Mapping):
+        return [(f"{P}env", f"{env!r} is not a mapping; {fix}")]
+    out: Problems = []
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_RE.fullmatch(name):
+            out.append(
+                (f"{P}env", f"{name!r} is not a variable name (letters, digits, '_', not starting with a digit); {fix}")
+            )
+        elif not isinstance(value, str | int | float):
+            out.append((f"{P}env", f"{name}={value!r} is not a plain value (a string or a number); {fix}"))
+    return out
+
+
+def _extra_args(inputs: Mapping[str, Any]) -> Problems:
+    out, args = _list(inputs, f"{P}extra_args", "[--timeline-filename, /data1/share/timeline.json]")
+    for arg in args or []:
+        option = str(arg).split("=", 1)[0]
+        if option in RESERVED_ARGS:
+            out.append(
+                (f"{P}extra_args", f"{arg!r} is an option the role sets itself; use {RESERVED_ARGS[option]} instead")
+            )
+    return out
+
+
+def _interfaces(inputs: Mapping[str, Any]) -> Problems:
+    out, nics = _list(inputs, f"{P}network_interfaces", "[eth0, ib0]")
+    for nic in nics or []:
+        if not (isinstance(nic, str) and NIC_RE.fullmatch(nic)):
+            out.append(
+                (
+                    f"{P}network_interfaces",
+                    f"{nic!r} is not an interface name; list names such as eth0 or ib0 (letters, digits, '_', '.', "
+                    "':', '@', '-'), or leave it empty to use the interface that holds each host's address",
+                )
+            )
+    more, frameworks = _list(inputs, f"{P}required_frameworks", "[pytorch]")
+    for name in frameworks or []:
+        if name not in FRAMEWORKS:
+            more.append(
+                (
+                    f"{P}required_frameworks",
+                    f"{name!r} is not a framework --check-build reports; choose from {', '.join(FRAMEWORKS)}",
+                )
+            )
+    return out + more
+
+
+def _shm(inputs: Mapping[str, Any]) -> Problems:
+    size = inputs.get(f"{P}min_shm_size", _ABSENT)
+    if size is _ABSENT or (isinstance(size, str | int) and not isinstance(size, bool) and SIZE_RE.fullmatch(str(size))):
+        return []
+    return [(f"{P}min_shm_size", f"{size!r} is not a size; write one such as 512M, 1G or 16G")]
+
+
+def problems(inputs: Mapping[str, Any]) -> Problems:
+    """Every controller-side problem of horovod_launch's inputs, as (variable, message); empty when sound."""
+    if not isinstance(inputs, Mapping):
+        return [(f"{P}hosts", f"the role's inputs must be a mapping of variables, got {type(inputs).__name__}")]
+    out, total = _hosts(inputs)
+    out += _np(inputs, total)
+    out += _counts(inputs)
+    out += _directories(inputs)
+    out += _names(inputs)
+    out += _code(inputs)
+    out += _command(inputs)
+    out += _env(inputs)
+    out += _extra_args(inputs)
+    out += _interfaces(inputs)
+    out += _shm(inputs)
+    return out

@@ -1,0 +1,244 @@
+"""horovod_launch's input rules (plugins/module_utils/horovod_launch_rules.py): each rule fed its bad case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch_rules as rules
+
+REPO = Path(__file__).resolve().parents[2]
+SHARE = "/data1/share"
+
+GOOD: dict[str, Any] = {
+    "horovod_launch_hosts": [
+        {"name": "node-a", "address": "192.0.2.10", "slots": 2},
+        {"name": "node-b", "address": "192.0.2.11", "slots": 1},
+    ],
+    "horovod_launch_np": 0,
+    "horovod_launch_command": [],
+    "horovod_launch_example_args": [],
+    "horovod_launch_container": "horovod",
+    "horovod_launch_share_dir": SHARE,
+    "horovod_launch_workdir": "",
+    "horovod_launch_runs_dir": f"{SHARE}/runs",
+    "horovod_launch_run_name": "",
+    "horovod_launch_example_dir": f"{SHARE}/examples",
+    "horovod_launch_code_repo": "",
+    "horovod_launch_code_version": "",
+    "horovod_launch_code_dest": f"{SHARE}/workspace",
+    "horovod_launch_ssh_port": 12345,
+    "horovod_launch_ssh_identity_file": "/root/.ssh/id_ed25519",
+    "horovod_launch_controller": "gloo",
+    "horovod_launch_network_interfaces": [],
+    "horovod_launch_start_timeout": 60,
+    "horovod_launch_env": {},
+    "horovod_launch_extra_args": [],
+    "horovod_launch_timeout": 7200,
+    "horovod_launch_poll_interval": 15,
+    "horovod_launch_failure_tail_lines": 40,
+    "horovod_launch_required_frameworks": ["pytorch"],
+    "horovod_launch_min_shm_size": "1G",
+    "horovod_launch_ssh_connect_timeout": 10,
+}
+
+
+def problems(**changes: Any) -> list[tuple[str, str]]:
+    return rules.problems({**GOOD, **{f"horovod_launch_{k}": v for k, v in changes.items()}})
+
+
+def test_the_defaults_with_a_host_list_are_sound():
+    assert problems() == []
+
+
+def test_the_inputs_cover_every_role_default_the_rules_read():
+    """The good case is the role's defaults (templated for the share), plus a host list."""
+    defaults = yaml.safe_load((REPO / "roles/horovod_launch/defaults/main.yml").read_text())
+    for name, value in GOOD.items():
+        if name != "horovod_launch_hosts" and not str(defaults[name]).startswith("{{"):
+            assert defaults[name] == value, name
+
+
+def test_the_assert_task_passes_every_input_the_rules_read():
+    task = (REPO / "roles/horovod_launch/tasks/assert.yml").read_text()
+    for name in GOOD:
+        assert f"'{name}': {name}," in task or f"'{name}': {name}}}" in task, name
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"np": 3},
+        {"np": "2"},
+        {"ssh_port": "2222"},
+        {"ssh_port": 65535},
+        {"timeout": "300"},
+        {"workdir": f"{SHARE}/workspace/examples/pytorch"},
+        {"workdir": SHARE},
+        {"runs_dir": SHARE},
+        {
+            "share_dir": "/srv/share",
+            "runs_dir": "/srv/share/runs",
+            "example_dir": "/srv/share/ex",
+            "code_dest": "/srv/share/code",
+        },
+        {"run_name": "r1.2_x-y"},
+        {"code_repo": "https://github.com/horovod/horovod.git", "code_version": "v0.28.1"},
+        {"command": ["python3", "train.py", "--epochs", 10]},
+        {"example_args": ["--epochs", "5"]},
+        {"env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": 4, "X_1": True}},
+        {"extra_args": ["--timeline-filename", "/data1/share/t.json", "--fusion-threshold-mb=32"]},
+        {"network_interfaces": ["eth0", "ib0", "eth0.100", "eth0:1", "veth@if3"]},
+        {"min_shm_size": "512M"},
+        {"min_shm_size": "1.5 GB"},
+        {"controller": "mpi"},
+        {"required_frameworks": ["pytorch", "tensorflow", "mxnet"]},
+        {"required_frameworks": []},
+        {"hosts": [{"name": "solo", "address": "solo", "slots": "4"}]},
+    ],
+)
+def test_good_inputs_have_no_problems(changes):
+    assert problems(**changes) == []
+
+
+BAD = [
+    # (changes, variable, fragment of the message)
+    ({"hosts": []}, "hosts", "the host list is empty"),
+    ({"hosts": "node-a"}, "hosts", "must be a list of {name, address, slots}"),
+    ({"hosts": [{"name": "a", "address": "a"}]}, "hosts", "host 0 (a): slots is missing"),
+    ({"hosts": [{"name": "a", "address": "a", "slots": 0}]}, "hosts", "slots must be a whole number of 1 or more"),
+    ({"hosts": [{"name": "a", "address": "fe80::1", "slots": 1}]}, "hosts", "'fe80::1' is not a host name or IPv4"),
+    (
+        {"hosts": [{"name": "a", "address": "x", "slots": 1}, {"name": "b", "address": "x", "slots": 1}]},
+        "hosts",
+        "address 'x' is also used by host 0",
+    ),
+    ({"np": 4}, "np", "4 is more than the 3 slots of the hosts (node-a: 2, node-b: 1)"),
+    ({"np": -1}, "np", "-1 is not a whole number of 0 or more"),
+    ({"np": "four"}, "np", "'four' is not a whole number"),
+    ({"np": True}, "np", "True is not a whole number"),
+    ({"timeout": 0}, "timeout", "0 is not a whole number of 1 or more; set it to the seconds the run may take"),
+    ({"poll_interval": -5}, "poll_interval", "-5 is not a whole number of 1 or more"),
+    ({"start_timeout": "soon"}, "start_timeout", "'soon' is not a whole number"),
+    ({"ssh_connect_timeout": 0}, "ssh_connect_timeout", "0 is not a whole number of 1 or more"),
+    ({"failure_tail_lines": 2.5}, "failure_tail_lines", "2.5 is not a whole number"),
+    ({"ssh_port": 0}, "ssh_port", "0 is not a TCP port; use the port of the containers' sshd, from 1 to 65535"),
+    ({"ssh_port": 70000}, "ssh_port", "70000 is not a TCP port"),
+    ({"ssh_port": "ssh"}, "ssh_port", "'ssh' is not a TCP port"),
+    ({"ssh_port": "70000"}, "ssh_port", "70000 is not a TCP port"),  # from -e: the number, not a quoted string
+    ({"share_dir": "data1/share"}, "share_dir", "'data1/share' is not absolute"),
+    ({"share_dir": "/data1/../etc"}, "share_dir", "'/data1/../etc' is not normalised"),
+    ({"share_dir": "/"}, "share_dir", "'/' is not normalised"),
+    ({"share_dir": "/etc/share"}, "share_dir", "inside the system directory /etc"),
+    ({"runs_dir": "runs"}, "runs_dir", "'runs' is not absolute"),
+    ({"runs_dir": "/data2/runs"}, "runs_dir", "'/data2/runs' is not on the share '/data1/share'"),
+    ({"runs_dir": "/data1/sharefoo/runs"}, "runs_dir", "is not on the share"),
+    ({"example_dir": "/data1/share/ex amples"}, "example_dir", "characters that are not allowed in 'ex amples'"),
+    ({"example_dir": "/srv/examples"}, "example_dir", "is not on the share"),
+    ({"code_dest": "/data1/share/./code"}, "code_dest", "is not normalised"),
+    ({"code_dest": "/opt/code"}, "code_dest", "'/opt/code' is not on the share"),
+    ({"code_dest": SHARE}, "code_dest", "'/data1/share' is the share itself"),
+    ({"workdir": "work"}, "workdir", "'work' is not absolute"),
+    ({"workdir": "/data1/share/"}, "workdir", "is not normalised"),
+    ({"workdir": "/workspace"}, "workdir", "'/workspace' is not on the share"),
+    ({"ssh_identity_file": "id_ed25519"}, "ssh_identity_file", "'id_ed25519' is not an absolute path"),
+    ({"ssh_identity_file": None}, "ssh_identity_file", "None is not an absolute path"),
+    ({"run_name": "../x"}, "run_name", "'../x' is not a plain directory name"),
+    ({"run_name": "-r"}, "run_name", "'-r' is not a plain directory name"),
+    ({"run_name": "a/b"}, "run_name", "is not a plain directory name"),
+    (
+        {"code_repo": "https://example.org/x.git"},
+        "code_version",
+        "'' does not pin the code of horovod_launch_code_repo",
+    ),
+    ({"code_repo": "/srv/x.git", "code_version": "HEAD"}, "code_version", "'HEAD' does not pin the code"),
+    ({"code_repo": ["x"]}, "code_repo", "['x'] is not a string"),
+    ({"command": "python train.py"}, "command", "'python train.py' is not a list"),
+    ({"command": ["", "train.py"]}, "command", "starts with an empty item; give the program first"),
+    ({"command": ["  "]}, "command", "starts with an empty item"),
+    ({"command": [["python3"]]}, "command", "item 0 (['python3']) is not a plain string"),
+    ({"example_args": "--epochs 5"}, "example_args", "'--epochs 5' is not a list"),
+    ({"env": ["NCCL_DEBUG=INFO"]}, "env", "['NCCL_DEBUG=INFO'] is not a mapping"),
+    ({"env": {"1X": "a"}}, "env", "'1X' is not a variable name"),
+    ({"env": {"A-B": "a"}}, "env", "'A-B' is not a variable name"),
+    ({"env": {"A": {"b": 1}}}, "env", "A={'b': 1} is not a plain value"),
+    ({"env": {"A": [1, 2]}}, "env", "A=[1, 2] is not a plain value"),
+    ({"env": {"A": None}}, "env", "A=None is not a plain value"),
+    ({"extra_args": ["-np", "4"]}, "extra_args", "'-np' is an option the role sets itself; use horovod_launch_np"),
+    ({"extra_args": ["--ssh-port=22"]}, "extra_args", "'--ssh-port=22' is an option the role sets itself"),
+    ({"extra_args": ["--mpi"]}, "extra_args", "use horovod_launch_controller instead"),
+    ({"extra_args": ["--output-filename", "/x"]}, "extra_args", "horovod_launch_runs_dir and horovod_launch_run_name"),
+    ({"extra_args": "--verbose"}, "extra_args", "'--verbose' is not a list"),
+    ({"network_interfaces": "eth0"}, "network_interfaces", "'eth0' is not a list"),
+    ({"network_interfaces": ["eth0,ib0"]}, "network_interfaces", "'eth0,ib0' is not an interface name"),
+    ({"network_interfaces": ["eth 0"]}, "network_interfaces", "'eth 0' is not an interface name"),
+    ({"network_interfaces": [""]}, "network_interfaces", "'' is not an interface name"),
+    ({"min_shm_size": "lots"}, "min_shm_size", "'lots' is not a size; write one such as 512M"),
+    ({"min_shm_size": "1G "}, "min_shm_size", "'1G ' is not a size"),
+    ({"min_shm_size": ["1G"]}, "min_shm_size", "['1G'] is not a size"),
+    ({"controller": "nccl"}, "controller", "'nccl' is not a controller; choose gloo or mpi"),
+    ({"controller": "Gloo"}, "controller", "'Gloo' is not a controller"),
+    ({"required_frameworks": ["jax"]}, "required_frameworks", "'jax' is not a framework"),
+    ({"required_frameworks": "pytorch"}, "required_frameworks", "'pytorch' is not a list"),
+    ({"container": "my container"}, "container", "'my container' is not a Docker container name"),
+    ({"container": "-x"}, "container", "'-x' is not a Docker container name"),
+]
+
+
+@pytest.mark.parametrize(("changes", "variable", "fragment"), BAD, ids=[f"{b[1]}-{i}" for i, b in enumerate(BAD)])
+def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
+    found = problems(**changes)
+    assert [v for v, _ in found] == [f"horovod_launch_{variable}"], found
+    assert fragment in found[0][1], found
+    assert not found[0][1].startswith("horovod_launch_"), "the caller prefixes the variable"
+
+
+def test_np_beyond_the_slots_is_not_judged_on_a_broken_host_list():
+    found = problems(hosts=[{"name": "a", "address": "a", "slots": 0}], np=4)
+    assert [v for v, _ in found] == ["horovod_launch_hosts"]
+
+
+def test_directories_below_a_bad_share_are_reported_through_the_share():
+    share = "/data1/../etc"
+    found = problems(
+        share_dir=share, runs_dir=f"{share}/runs", example_dir=f"{share}/examples", code_dest=f"{share}/workspace"
+    )
+    assert found == [("horovod_launch_share_dir", rules.path_problem(share))]
+
+
+def test_every_problem_is_reported_at_once():
+    found = problems(np=-1, ssh_port=0, command="x", controller="x")
+    assert [v for v, _ in found] == [
+        "horovod_launch_np",
+        "horovod_launch_ssh_port",
+        "horovod_launch_controller",
+        "horovod_launch_command",
+    ]
+
+
+def test_only_the_host_list_is_required():
+    assert rules.problems({"horovod_launch_hosts": GOOD["horovod_launch_hosts"]}) == []
+    assert [v for v, _ in rules.problems({})] == ["horovod_launch_hosts"]
+
+
+@pytest.mark.parametrize("inputs", [None, [], "x", 3])
+def test_a_wrong_type_of_inputs_is_a_problem_not_an_exception(inputs):
+    assert rules.problems(inputs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value", [None, 3, 2.5, True, "x", [None], [1, [2]], {"a": 1}, {1: 2}, [{"name": None, "slots": []}]]
+)
+def test_any_value_of_any_input_gives_problems_not_exceptions(value):
+    for name in GOOD:
+        rules.problems({**GOOD, name: value})
+
+
+def test_the_filter_prefixes_the_role_variable():
+    assert role_problems({**GOOD, "horovod_launch_np": 9}, "horovod_launch") == [
+        "horovod_launch_np: 9 is more than the 3 slots of the hosts (node-a: 2, node-b: 1); lower it (0 means all "
+        "slots) or give the hosts more slots"
+    ]
