@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ssh_trust's controller-side input rules: what its variables may be, before any host is read.
+
+``problems(inputs)`` takes the role's variables by their full names and returns ``(variable, message)``
+for each problem (see plugins/filter/role_rules.py). The role checks them first in tasks/assert.yml; the
+site's gate checks the same rules on what it will hand to the role. What depends on the play or the
+host (every node is in the play, the port is not the one Ansible uses there, the container runs) stays
+a task in tasks/assert.yml. A variable missing from ``inputs`` is not checked, except the node list,
+which has no usable default.
+
+Names and addresses go verbatim into ``Host`` lines of the containers' ssh client config and into
+known_hosts patterns, so they must be one host name or address each: no spaces, commas or the
+pattern characters ``* ? ! [ ]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+Problems = list[tuple[str, str]]
+
+P = "ssh_trust_"
+# A host name or IPv4 address (as in a Horovod host list), or an IPv6 address.
+HOST_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?")
+IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*")
+# Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
+CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+WHOLE_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
+MAX_PORT = 65535
+EXAMPLE = "{name: node-b, address: 192.0.2.11}"
+
+_ABSENT = object()
+
+
+def whole(value: object) -> int | None:
+    """`value` as a whole number (an int or a string of digits, as the argument spec converts), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and WHOLE_RE.fullmatch(value):
+        return int(value)
+    return None
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it: a whole number as the number (``"70000"`` from ``-e`` too), else its repr."""
+    number = whole(value)
+    return repr(value) if number is None else str(number)
+
+
+def _node(index: int, node: Mapping[str, Any], seen: dict[str, dict[str, str]]) -> Problems:
+    """The problems of one entry of ssh_trust_nodes; records its name and address in `seen`."""
+    out: Problems = []
+    name = node.get("name")
+    label, who = f"node {index}", f"node {index}"
+    if not isinstance(name, str) or not name.strip():
+        out.append(
+            (f"{P}nodes", f"node {index} has no name; give each node its inventory hostname as name, e.g. {EXAMPLE}")
+        )
+    elif not HOST_RE.fullmatch(name):
+        out.append(
+            (
+                f"{P}nodes",
+                f"node {index}: the name {name!r} is not a host name (letters, digits, '.', '-', '_'); give the "
+                "node's inventory hostname",
+            )
+        )
+    elif name in seen["name"]:
+        out.append(
+            (f"{P}nodes", f"the name {name!r} is used twice; every node needs its own name (its inventory hostname)")
+        )
+    else:
+        seen["name"][name] = name
+        label, who = name, f"the node {name}"
+    address = node.get("address")
+    if address is None or (isinstance(address, str) and not address.strip()):
+        out.append(
+            (
+                f"{P}nodes",
+                f"{who} has no address; give every node a name and the address the other nodes reach "
+                f"it at, e.g. {EXAMPLE}",
+            )
+        )
+    elif not isinstance(address, str) or not (HOST_RE.fullmatch(address) or IPV6_RE.fullmatch(address)):
+        out.append(
+            (
+                f"{P}nodes",
+                f"{who}: the address {address!r} is not one host name, IPv4 or IPv6 address (no spaces, "
+                "commas, '*', '?', '!', '[' or ']'); give the address the other nodes reach it at",
+            )
+        )
+    elif address in seen["address"]:
+        out.append(
+            (
+                f"{P}nodes",
+                f"the nodes {seen['address'][address]} and {label} have the same address {address!r}; every node "
+                "needs its own address",
+            )
+        )
+    else:
+        seen["address"][address] = label
+    return out
+
+
+def _nodes(inputs: Mapping[str, Any]) -> tuple[Problems, list[str]]:
+    """The node list's problems, and the names it gives."""
+    nodes = inputs.get(f"{P}nodes", [])
+    if not isinstance(nodes, list | tuple):
+        return [
+            (
+                f"{P}nodes",
+                f"{nodes!r} is not a list; list every node of the cluster as {{name, address}}, e.g. [{EXAMPLE}]",
+            )
+        ], []
+    if not nodes:
+        return [
+            (
+                f"{P}nodes",
+                "the list is empty; list every node of the cluster as {name, address}, the master included "
+                "(playbooks/site.yml builds it from the horovod_cluster group)",
+            )
+        ], []
+    out: Problems = []
+    seen: dict[str, dict[str, str]] = {"name": {}, "address": {}}
+    for index, node in enumerate(nodes):
+        if not isinstance(node, Mapping):
+            out.append((f"{P}nodes", f"node {index} ({node!r}) is not a {{name, address}} dictionary, e.g. {EXAMPLE}"))
+        else:
+            out += _node(index, node, seen)
+    return out, list(seen["name"])
+
+
+def _master(inputs: Mapping[str, Any], names: list[str]) -> Problems:
+    master = inputs.get(f"{P}master", "")
+    if not names or master in names:  # without a sound node list, that list's problem is the one to fix
+        return []
+    return [
+        (
+            f"{P}master",
+            f"{master!r} is not a name in {P}nodes ({', '.join(names) or 'none'}); set it to the node that launches "
+            "horovodrun",
+        )
+    ]
+
+
+def _numbers(inputs: Mapping[str, Any]) -> Problems:
+    out: Problems = []
+    port = inputs.get(f"{P}port", _ABSENT)
+    number = whole(port)
+    if port is not _ABSENT and (number is None or not 1 <= number <= MAX_PORT):
+        out.append(
+            (
+                f"{P}port",
+                f"{shown(port)} is not a TCP port; use the containers' sshd port, from 1 to 65535 "
+                "(container_sshd_port, default 12345), not the port of the host's own sshd",
+            )
+        )
+    timeout = inputs.get(f"{P}connect_timeout", _ABSENT)
+    seconds = whole(timeout)
+    if timeout is not _ABSENT and (seconds is None or seconds < 1):
+        out.append(
+            (
+                f"{P}connect_timeout",
+                f"{shown(timeout)} is not a whole number of 1 or more; set the seconds each ssh of the "
+                "verification may take to connect",
+            )
+        )
+    return out
+
+
+def _others(inputs: Mapping[str, Any], names: list[str]) -> Problems:
+    out: Problems = []
+    replace = inputs.get(f"{P}replace_host_keys", _ABSENT)
+    if replace is not _ABSENT and names:
+        if not isinstance(replace, list | tuple):
+            out.append(
+                (f"{P}replace_host_keys", f"{replace!r} is not a list; list node names, e.g. [node-b], or give []")
+            )
+        else:
+            for name in replace:
+                if name not in names:
+                    out.append(
+                        (
+                            f"{P}replace_host_keys",
+                            f"{name!r} is not a name in {P}nodes ({', '.join(names) or 'none'}); list only nodes "
+                            "whose changed host key you have checked",
+                        )
+                    )
+    container = inputs.get(f"{P}container_name", _ABSENT)
+    if container is not _ABSENT and not (isinstance(container, str) and CONTAINER_RE.fullmatch(container)):
+        out.append(
+            (
+                f"{P}container_name",
+                f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
+                "with a letter or digit (the name docker_horovod gave the container, default horovod)",
+            )
+        )
+    return out
+
+
+def problems(inputs: Mapping[str, Any]) -> Problems:
+    """Every controller-side problem of ssh_trust's inputs, as (variable, message); empty when sound."""
+    if not isinstance(inputs, Mapping):
+        return [(f"{P}nodes", f"the role's inputs must be a mapping of variables, got {type(inputs).__name__}")]
+    out, names = _nodes(inputs)
+    out += _master(inputs, names)
+    out += _numbers(inputs)
+    out += _others(inputs, names)
+    return out
