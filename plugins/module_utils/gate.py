@@ -572,6 +572,25 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     return report
 
 
+def _resolve(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Role defaults that refer to other role variables ("{{ horovod_launch_share_dir }}/runs"), rendered
+    as Ansible would (the inventory's own values reach the gate already templated)."""
+    import jinja2  # noqa: PLC0415 (comes with Ansible)
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    out = dict(inputs)
+    for _ in range(3):  # defaults may refer to defaults
+        pending = {k: v for k, v in out.items() if isinstance(v, str) and "{{" in v}
+        if not pending:
+            break
+        for name, value in pending.items():
+            try:
+                out[name] = env.from_string(value).render(out)
+            except jinja2.TemplateError:
+                continue
+    return out
+
+
 def _role_problems(
     role: str, mapped: Mapping[str, Any], host: Mapping[str, Any], settings: Mapping[str, Any]
 ) -> list[str]:
@@ -583,7 +602,7 @@ def _role_problems(
         sources = ", ".join(s.name for s in _sources(name)) or "the inventory groups"
         lines.append(f"{name}: set in the inventory, but the site sets it from {sources}; set that instead.")
     inputs = {**role_defaults(role), **own, **mapped}
-    inputs = {name: value for name, value in inputs.items() if name in spec}
+    inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
     coerced, spec_problems = _spec_problems(role, inputs)
     problems = list(spec_problems)
     rules = role_rules(role)
