@@ -43,8 +43,12 @@ def cluster_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str,
     return gate.check(groups, hostvars).errors
 
 
-def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> list[str]:
-    """An empty host list when the inventory is sound; otherwise the run stops here with every fix."""
+def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any] | None) -> list[str]:
+    """An empty host list when the inventory is sound; otherwise the run stops here with every fix.
+
+    `hostvars` is None only where Ansible has none (`--syntax-check`), which runs nothing to gate."""
+    if hostvars is None:
+        return []
     errors = gate.check(groups, hostvars).errors
     if errors:
         raise AnsibleFilterError(HEADER + "\n- " + "\n- ".join(errors))
