@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The local lab: three Docker-in-Docker machines that stand in for GPU servers (DESIGN.md "The lab").
+"""The local lab: three Docker-in-Docker machines that stand in for GPU servers (docs/architecture.md "The lab").
 
 ``up`` creates (or reuses) the machines ``lab-master``, ``lab-worker1`` and ``lab-worker2`` from the
 ``machine`` image on a private bridge, each with systemd, sshd and its own Docker storage, and one
@@ -87,7 +87,7 @@ def lab_dir() -> Path:
 
 
 def machine_run_argv(machine: Machine, share: Path) -> list[str]:
-    """docker run arguments for one lab machine (DinD without --privileged, see DESIGN.md)."""
+    """docker run arguments for one lab machine (DinD without --privileged, see docs/architecture.md "Test beds")."""
     argv = ["docker", "run", "-d", "--name", machine.container, "--hostname", machine.name]
     argv += ["--label", f"{LABEL}=machine", "--network", NETWORK, "--ip", machine.address]
     for cap in DIND_CAPS:

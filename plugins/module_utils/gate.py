@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
@@ -350,8 +351,8 @@ def _names(nodes: Sequence[str], hostvars: Mapping[str, Any], report: Report, wa
     prefixes = ("horovod_", *(f"{role}_" for role in ROLES))
     unknown: dict[str, list[str]] = {}
     for name in nodes:
-        for variable in hostvars[name]:
-            if isinstance(variable, str) and variable.startswith(prefixes) and variable not in known:
+        for variable in [*hostvars[name], *hostvars[name].get(DEFERRED, [])]:
+            if variable != DEFERRED and variable.startswith(prefixes) and variable not in known:
                 unknown.setdefault(variable, []).append(name)
     for variable, hosts in sorted(unknown.items()):
         close = difflib.get_close_matches(variable, sorted(known), n=1, cutoff=0.75)
@@ -493,19 +494,40 @@ def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Map
 
 
 CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_connection")
+DEFERRED = "__deferred__"  # in a snapshot: the names whose values wait for the hosts
 
 
-def snapshot(names: Iterable[str], hostvars: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def snapshot(names: Iterable[str], hostvars: Mapping[str, Any], report: Report) -> dict[str, dict[str, Any]]:
     """The variables the gate reads, once per host, as plain dicts.
 
     Each ``hostvars[name]`` computes all of that host's variables anew, so it is read once per host and
-    only the names the gate looks at are taken (ours, and how the host is reached)."""
+    only the names the gate looks at are taken (ours, and how the host is reached). A value that cannot
+    be known before the hosts are reached (a template over facts, such as an address taken from
+    ``ansible_facts``) is left out, with a warning: the roles check it when they run."""
     prefixes = ("horovod_", *(f"{role}_" for role in ROLES))
-    snap = {}
+    snap: dict[str, dict[str, Any]] = {}
+    deferred: dict[str, list[str]] = {}
     for name in names:
         host = hostvars[name]
-        keys = [key for key in host if isinstance(key, str) and (key.startswith(prefixes) or key in CONNECTION_VARS)]
-        snap[name] = {key: host[key] for key in keys}
+        snap[name] = {}
+        for key in host:
+            if not (isinstance(key, str) and (key.startswith(prefixes) or key in CONNECTION_VARS)):
+                continue
+            try:
+                value = host[key]
+            except Exception:  # Ansible raises several kinds for a template it cannot render yet
+                value = jinja2.Undefined()
+            if isinstance(value, jinja2.Undefined):  # Ansible 2.19 hands back a marker instead of raising
+                deferred.setdefault(key, []).append(name)
+                snap[name].setdefault(DEFERRED, []).append(key)
+            else:
+                snap[name][key] = value
+    total = len(snap)
+    report.warnings.extend(
+        f"{key} (on {_hosts_phrase(hosts, total)}) depends on what only the hosts can tell (facts), so the "
+        "gate cannot check it; the roles check it when they reach the hosts."
+        for key, hosts in sorted(deferred.items())
+    )
     return snap
 
 
@@ -541,7 +563,7 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     """Everything wrong with the inventory, each with its fix."""
     report = Report()
     members = [name for group in (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS) for name in groups.get(group, [])]
-    hostvars = snapshot(dict.fromkeys(members), hostvars)
+    hostvars = snapshot(dict.fromkeys(members), hostvars, report)
     nodes = _structure(groups, hostvars, report)
     if not nodes:
         return report
@@ -569,14 +591,36 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
                 seen.setdefault(line, []).append(name)
     for line, hosts in seen.items():
         report.errors.append(f"{line} (on {_hosts_phrase(hosts, len(nodes))})")
+    _overridden(nodes, master, hostvars, per_host, report)
     return report
+
+
+def _overridden(
+    nodes: Sequence[str],
+    master: str,
+    hostvars: Mapping[str, Mapping[str, Any]],
+    per_host: Mapping[str, Mapping[str, Any]],
+    report: Report,
+) -> None:
+    """Role variables the inventory sets although the site sets them itself: the site's value wins
+    (include_role's vars), so the inventory's is ignored by site.yml. A warning, since a scenario or a
+    playbook of the user's own may run the role directly with them."""
+    found: dict[str, list[str]] = {}
+    for name in nodes:
+        for mapped in _role_inputs(name, nodes, master, hostvars, per_host[name]).values():
+            for variable in sorted(set(mapped) & set(hostvars[name])):
+                found.setdefault(variable, []).append(name)
+    for variable, hosts in sorted(found.items()):
+        sources = ", ".join(s.name for s in _sources(variable)) or "the inventory groups"
+        report.warnings.append(
+            f"{variable} (on {_hosts_phrase(hosts, len(nodes))}): set in the inventory, but the site sets it from "
+            f"{sources}, so site.yml ignores it; set {sources} instead."
+        )
 
 
 def _resolve(inputs: dict[str, Any]) -> dict[str, Any]:
     """Role defaults that refer to other role variables ("{{ horovod_launch_share_dir }}/runs"), rendered
     as Ansible would (the inventory's own values reach the gate already templated)."""
-    import jinja2  # noqa: PLC0415 (comes with Ansible)
-
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
     out = dict(inputs)
     for _ in range(3):  # defaults may refer to defaults
@@ -598,9 +642,6 @@ def _role_problems(
     spec = role_spec(role)
     lines = []
     own = {name: host[name] for name in spec if name in host}
-    for name in sorted(set(own) & set(mapped)):
-        sources = ", ".join(s.name for s in _sources(name)) or "the inventory groups"
-        lines.append(f"{name}: set in the inventory, but the site sets it from {sources}; set that instead.")
     inputs = {**role_defaults(role), **own, **mapped}
     inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
     coerced, spec_problems = _spec_problems(role, inputs)

@@ -88,7 +88,6 @@ def test_slots_default_to_one_without_gpus_and_address_to_the_name():
         (GOOD_GROUPS, everywhere(horovod_pip_packages={"name": "x"}), "is a mapping, not a list"),
         (GOOD_GROUPS, everywhere(horovod_ssh_port="12o45"), "'12o45' is not a whole number"),
         (GOOD_GROUPS, everywhere(horovod_train_comand=["x"]), "did you mean horovod_train_command?"),
-        (GOOD_GROUPS, everywhere(container_sshd_port=2222), "the site sets it from horovod_ssh_port"),
         ({**GOOD_GROUPS, "horovod_worker": ["node-c"]}, {}, "Did you mean horovod_workers?"),
         ({**GOOD_GROUPS, "horovod_cluster": ["node-a", "node-b"]}, {}, "node-c: in horovod_master or horovod_workers"),
         ({**GOOD_GROUPS, "horovod_cluster": ["node-a", "node-b", "node-c", "x"]}, {"x": {}}, "x: in horovod_cluster"),
@@ -186,3 +185,9 @@ def test_addresses(address, fragment):
 def test_the_gate_filter_has_nothing_to_check_without_hostvars():
     # Only --syntax-check evaluates the backstop play without host variables; it runs nothing.
     assert cluster.cluster_gate(GOOD_GROUPS, None) == []
+
+
+def test_a_role_variable_the_site_sets_is_a_warning():
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(container_sshd_port=2222)))
+    assert report["errors"] == []
+    assert any("container_sshd_port (on every host): set in the inventory" in w for w in report["warnings"])

@@ -140,7 +140,6 @@ CASES: list[tuple[str, Any, str]] = [
     ("variable-typo", cluster(horovod_ssh_prot=2222), "did you mean horovod_ssh_port?"),
     ("role-variable-typo", cluster(horovod_launch_timout=10), "did you mean horovod_launch_timeout?"),
     ("unknown-switch", cluster(horovod_unknown_variables="maybe"), "horovod_unknown_variables"),
-    ("mapped-role-variable", cluster(container_sshd_port=2222), "the site sets it from horovod_ssh_port"),
     # structure
     ("group-typo", typo_group(), "Did you mean horovod_workers?"),
     ("host-outside-children", extra_group(), "stray: in horovod_cluster but in neither"),
@@ -247,6 +246,23 @@ def test_partial_runs_are_gated_too(tmp_path, args):
 def test_the_preflight_playbook_is_gated(tmp_path):
     res = playbook(write(tmp_path, BROKEN), book="playbooks/preflight.yml")
     assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+
+
+def test_a_role_variable_the_site_sets_is_named_as_ignored(tmp_path):
+    res = playbook(write(tmp_path, cluster(container_sshd_port=2222)), "--tags", "validate", "--skip-tags", "probe")
+    out = " ".join((res.stdout + res.stderr).split())  # the callback folds long warnings
+    assert res.returncode == 0, out
+    assert (
+        "container_sshd_port (on every host): set in the inventory, but the site sets it from horovod_ssh_port" in out
+    )
+
+
+def test_a_value_only_the_hosts_know_is_left_to_the_roles(tmp_path):
+    data = cluster(horovod_node_address="{{ ansible_facts['default_ipv4']['address'] }}")
+    res = playbook(write(tmp_path, data), "--tags", "validate", "--skip-tags", "probe")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "horovod_node_address (on every host) depends on what only the hosts can tell" in out
 
 
 def test_unknown_names_can_be_only_warnings(tmp_path):
