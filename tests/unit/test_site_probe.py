@@ -1,0 +1,84 @@
+"""The gate's host-side probe (playbooks/tasks/probe_node.yml), run on this machine itself.
+
+The node is this machine through a local connection (so nothing else is contacted); GPUs come from
+docker_horovod's faked detection (`docker_horovod_gpu_detect_*_output`), as in the docker_horovod
+scenario. Only read-only tasks run: `--tags probe` keeps the gate and the probe and skips every play
+that changes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TWO_GPUS = "GPU 0: NVIDIA H200 (UUID: GPU-0)\nGPU 1: NVIDIA H200 (UUID: GPU-1)\n"
+
+pytestmark = pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+
+
+def run(tmp_path: Path, *args: str, book: str = "site.yml", **node: Any) -> str:
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": os.environ.get("MNH_PROBE_PYTHON", shutil.which("python3")),
+        "horovod_node_address": "192.0.2.10",
+        "docker_horovod_gpu_detect_lspci_output": "",
+        "docker_horovod_gpu_detect_nvidia_smi_output": TWO_GPUS,
+        **node,
+    }
+    data = {"all": {"children": {"horovod_cluster": {"children": {"horovod_master": {"hosts": {"node-a": host}}}}}}}
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(yaml.safe_dump(data))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    res = subprocess.run(
+        ["ansible-playbook", book, "-i", str(inv), "--tags", "probe", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    out = " ".join((res.stdout + res.stderr).split())
+    return f"rc={res.returncode} {out}"
+
+
+def test_slots_come_from_the_gpus_found_on_partial_runs(tmp_path):
+    out = run(tmp_path)
+    assert out.startswith("rc=0"), out
+    assert "node-a: 2 slot(s) (2 GPU(s) found)" in out
+
+
+def test_slots_above_the_gpus_are_refused_naming_both(tmp_path):
+    out = run(tmp_path, horovod_slots=4)
+    assert not out.startswith("rc=0"), out
+    assert "horovod_slots is 4 on node-a, but the node has 2 GPU(s)" in out
+
+
+def test_slots_within_the_gpus_are_taken(tmp_path):
+    out = run(tmp_path, horovod_slots=1)
+    assert out.startswith("rc=0"), out
+    assert "node-a: 1 slot(s) (horovod_slots)" in out
+
+
+def test_a_foreign_program_on_the_ssh_port_is_named(tmp_path):
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        out = run(tmp_path, horovod_ssh_port=port)
+    assert not out.startswith("rc=0"), out
+    holder = Path("/proc/self/comm").read_text().strip()  # this test's own process holds the port
+    assert f"horovod_ssh_port {port} is already taken on node-a by {holder}" in out
+
+
+def test_the_preflight_playbook_probes_too(tmp_path):
+    out = run(tmp_path, book="playbooks/preflight.yml", horovod_slots=3)
+    assert "horovod_slots is 3 on node-a, but the node has 2 GPU(s)" in out
