@@ -13,9 +13,11 @@ label of the existing image is skipped, so a warm run costs one ``docker inspect
 ``--save`` also writes ``<cache>/images/<name>-<hash>.tar`` (``docker save``) and reuses it while
 the hash holds.
 
-The extra CA bundle (``--extra-ca-bundle`` or ``MNH_EXTRA_CA_BUNDLE``) is for networks whose
-TLS is inspected by a proxy: it is copied into the build context as ``extra-ca.crt`` and the
-recipes add it to the image's trust store before they use pip or apt over https.
+The extra CA bundle is for networks whose TLS is inspected by a proxy: it is copied into the build
+context as ``extra-ca.crt`` and the recipes add it to the image's trust store before they use pip or
+apt over https. It is ``--extra-ca-bundle``, else ``MNH_EXTRA_CA_BUNDLE`` when that is set (empty:
+none), else this machine's own bundle ``/etc/ssl/certs/ca-certificates.crt`` when it has one, so the
+images trust what the host trusts, whoever calls this tool (``make``, Molecule or a person).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +41,8 @@ LABEL = "org.multinode-horovod.recipe-hash"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")
+EXTRA_CA_ENV = "MNH_EXTRA_CA_BUNDLE"
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def log(msg: str) -> None:
@@ -51,6 +56,27 @@ def default_cache_dir() -> Path:
     if os.geteuid() == 0:
         return Path("/var/cache/multinode-horovod")
     return Path.home() / ".cache" / "multinode-horovod"
+
+
+def default_extra_ca_bundle(environ: Mapping[str, str] = os.environ) -> str:
+    """MNH_EXTRA_CA_BUNDLE when it is set (an empty value means none), else the host's own bundle
+    when it has one, else none."""
+    if EXTRA_CA_ENV in environ:
+        return environ[EXTRA_CA_ENV]
+    return str(HOST_CA_BUNDLE) if HOST_CA_BUNDLE.is_file() else ""
+
+
+def read_extra_ca(bundle: str) -> bytes:
+    """The bytes of the extra CA bundle (nothing when none is named)."""
+    if not bundle:
+        return b""
+    try:
+        return Path(bundle).read_bytes()
+    except OSError as err:
+        raise SystemExit(
+            f"images: cannot read the extra CA bundle {bundle} ({err.strerror}); point --extra-ca-bundle or "
+            f"{EXTRA_CA_ENV} at a PEM file, or set {EXTRA_CA_ENV}= (empty) for none"
+        ) from None
 
 
 def ref(name: str) -> str:
@@ -237,14 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--extra-ca-bundle",
-        default=os.environ.get("MNH_EXTRA_CA_BUNDLE", ""),
-        help="PEM bundle trusted in addition to Debian's CAs inside the images",
+        default=default_extra_ca_bundle(),
+        help=f"PEM bundle trusted in addition to Debian's CAs inside the images (default: ${EXTRA_CA_ENV} when "
+        f"set, empty for none; else {HOST_CA_BUNDLE} when it exists)",
     )
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     parser.add_argument("--print-archive", action="store_true", help="print the archive path of each image")
     args = parser.parse_args(argv)
 
-    extra_ca = Path(args.extra_ca_bundle).read_bytes() if args.extra_ca_bundle else b""
+    extra_ca = read_extra_ca(args.extra_ca_bundle)
     done: set[str] = set()
     for name in args.names or known():
         want = ensure(name, extra_ca, args.base_source, args.force, done)
