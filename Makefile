@@ -9,17 +9,13 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 CACHE := $(abspath .cache)
 # Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
+# Each scenario builds or reuses the images it needs itself (the dependency step in its molecule.yml).
 SCENARIOS ?= nfs_server nfs_client storage docker_horovod ssh horovod_launch default
-# molecule/<scenario>/images lists the images (tools/images.py names) a scenario needs built first.
 SCENARIO ?=
 
+# Only the virtualenv is added: everything else the tools read (collections path, CA bundle, colours
+# in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
-export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections
-export ANSIBLE_FORCE_COLOR ?= false
-export PY_COLORS ?= 0
-export NO_COLOR ?= 1
-# Images trust what this machine trusts (a TLS-inspecting proxy's CA included); override to change.
-export MNH_EXTRA_CA_BUNDLE ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
 
 .PHONY: help prepare venv images lint unit molecule test lab lab-down clean
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Run Molecule scenarios one after the other, the way `make molecule` does.
 
-For each scenario: build the images listed in molecule/<scenario>/images (tools/images.py, cached
-by recipe hash), run `molecule test -s <scenario> --destroy=never` with its output both on the
+For each scenario: run `molecule test -s <scenario> --destroy=never` with its output both on the
 terminal and in .cache/logs/<scenario>.log, then `molecule destroy -s <scenario>`, and time it all.
-Every scenario runs even when an earlier one failed, so one run shows every failure.
+Every scenario runs even when an earlier one failed, so one run shows every failure. Nothing else is
+done here: a scenario builds or reuses the images it needs itself (its Molecule `dependency` step
+calls tools/images.py), so `molecule test -s <scenario>` typed by hand does the same. The output
+goes to a log file, so it is asked for without colours unless the caller's environment says otherwise.
 
 A CI log is often shown only in part, around its first error or at its end. So a failure is named in
 both places: Molecule stops right after the failing step (no cleanup and destroy output between the
@@ -16,10 +18,12 @@ failed scenario, that task once more.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -28,13 +32,8 @@ TASK_RE = re.compile(r"^TASK \[")
 # "FAILED - RETRYING" lines are Ansible's retries (`until`), not failures.
 FAILURE_RE = re.compile(r"^(fatal: \[|failed: \[|\[ERROR\]: |ERROR  |FAILED (?!- RETRYING)|E  |_{5,} test_)")
 DIGEST_LINES = 60
-
-
-def images_of(scenario: str) -> list[str]:
-    path = ROOT / "molecule" / scenario / "images"
-    if not path.exists():
-        return []
-    return [w for line in path.read_text().splitlines() if not line.startswith("#") for w in line.split()]
+# A log file is read as text: no ANSI colour codes in it (Molecule colours when TERM says xterm).
+PLAIN_OUTPUT = {"ANSIBLE_FORCE_COLOR": "false", "PY_COLORS": "0", "NO_COLOR": "1"}
 
 
 def last_failure(lines: list[str], limit: int = DIGEST_LINES) -> list[str]:
@@ -57,15 +56,8 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     """Test one scenario; returns whether it passed, how long it took, its log and, when it failed,
     the digest of its failure (taken before the destroy, whose output comes after it in the log)."""
     begin = time.monotonic()
-    images = images_of(scenario)
     logfile = logdir / f"{scenario}.log"
     print(f"=== molecule scenario {scenario}", flush=True)
-    if images:
-        built = subprocess.run([sys.executable, str(ROOT / "tools" / "images.py"), *images], check=False, cwd=ROOT)
-        if built.returncode != 0:
-            message = f"tools/images.py {' '.join(images)} failed with rc {built.returncode}"
-            logfile.write_text(message + "\n")
-            return False, time.monotonic() - begin, logfile, message
     failure = ""
     with logfile.open("w") as out:
         rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
@@ -85,11 +77,17 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     return rc == 0, took, logfile, failure
 
 
+def plain_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """environ, asking Molecule, Ansible and pytest for no colour codes unless it says otherwise."""
+    return {**PLAIN_OUTPUT, **environ}
+
+
 def stream(argv: list[str], out: TextIO) -> int:
     """Run argv in the repository, its output to the terminal and to `out`, line by line."""
     proc = subprocess.Popen(
         argv,
         cwd=ROOT,
+        env=plain_env(os.environ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 
 import pytest
+import yaml
 from checkout import load
 
 scenarios = load("tools/scenarios.py", "mnh_scenarios")
@@ -63,11 +64,13 @@ def fake_repo(tmp_path, monkeypatch):
         'if [ "$1" = destroy ]; then echo "destroyed $3"; '
         'printf "FAILED - RETRYING: [localhost]: Wait for instance(s) deletion\\n"; exit 0; fi\n'
         '[ "$1 $4" = "test --destroy=never" ] || { echo "unexpected: $*"; exit 3; }\n'
-        'echo "running $3"\n'
+        'echo "running $3 colour=${NO_COLOR-unset}/${PY_COLORS-unset}/${ANSIBLE_FORCE_COLOR-unset}"\n'
         'if [ "$3" = bad ]; then printf "TASK [Check it]\\nfatal: [n]: FAILED! =>\\n    msg: broken\\n"; exit 2; fi\n'
     )
     molecule.chmod(molecule.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    for name in scenarios.PLAIN_OUTPUT:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(scenarios, "ROOT", tmp_path)
     return tmp_path
 
@@ -77,7 +80,7 @@ def test_every_scenario_runs_and_the_failure_comes_last(fake_repo, capsys):
     out = capsys.readouterr().out
     assert rc == 1
     assert "running two" in out
-    assert (fake_repo / "logs" / "two.log").read_text().startswith("running two\ndestroyed two\n")
+    assert (fake_repo / "logs" / "two.log").read_text().startswith("running two colour=1/0/false\ndestroyed two\n")
     tail = out[out.index("=== molecule results") :]
     assert "bad              FAILED" in tail
     assert tail.rstrip().endswith("    msg: broken")
@@ -110,3 +113,33 @@ def test_an_unknown_scenario_is_refused_before_anything_runs(fake_repo, capsys):
         scenarios.main(["one", "nope", "--logs", str(fake_repo / "logs")])
     assert "no such scenario: nope" in capsys.readouterr().err
     assert not (fake_repo / "logs").exists()
+
+
+def test_the_log_asks_for_no_colours_unless_the_caller_does(fake_repo, capsys, monkeypatch):
+    monkeypatch.setenv("PY_COLORS", "1")
+    monkeypatch.setenv("NO_COLOR", "")
+    assert scenarios.main(["one", "--logs", str(fake_repo / "logs")]) == 0
+    assert (fake_repo / "logs" / "one.log").read_text().startswith("running one colour=/1/false\n")
+
+
+def test_a_scenario_builds_its_own_images_in_its_dependency_step():
+    """The images a scenario runs come from its own molecule.yml, so `molecule test -s x` typed by hand
+    builds or reuses them as `make molecule` does (tools/scenarios.py builds nothing itself)."""
+    root = scenarios.ROOT / "molecule"
+    for molecule_yml in sorted(root.glob("*/molecule.yml")):
+        config = yaml.safe_load(molecule_yml.read_text())
+        images = {
+            image
+            for platform in config.get("platforms", [])
+            if str(platform.get("image", "")).startswith("multinode-horovod/")
+            for image in [platform["image"].split("/", 1)[1].split(":", 1)[0]]
+        }
+        if not images:
+            continue
+        dependency = config.get("dependency", {})
+        assert dependency.get("name") == "shell" and dependency.get("enabled") is True, molecule_yml
+        command = dependency["command"].split()
+        assert command[:2] == ["python3", '"${MOLECULE_PROJECT_DIRECTORY}/tools/images.py"'], molecule_yml
+        assert images <= set(command[2:]), f"{molecule_yml}: the dependency step does not build {images}"
+        sequence = config.get("scenario", {}).get("test_sequence")
+        assert sequence is None or sequence[0] == "dependency", f"{molecule_yml}: test_sequence skips dependency"
