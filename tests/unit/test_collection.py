@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -34,12 +35,68 @@ def installed(tmp_path_factory):
     return dest, env
 
 
-def test_tarball_holds_no_test_scaffolding(installed):
-    dest, _ = installed
-    root = dest / "ansible_collections" / "multinode" / "horovod"
-    assert (root / "galaxy.yml").exists() or (root / "MANIFEST.json").exists()
-    for unwanted in (".venv", ".cache", "molecule", "tools", "images", ".git"):
-        assert not (root / unwanted).exists(), f"{unwanted} shipped in the collection"
+# What a built collection holds at its top level: the files ansible-galaxy writes, the documents and
+# the directories of the collection itself (LICENSE and docs/ where the checkout has them).
+BUILT = {"MANIFEST.json", "FILES.json"}
+SHIPPED = {"README.md", "CHANGELOG.md", "LICENSE", "site.yml", "meta", "roles", "playbooks", "plugins"}
+SHIPPED |= {"inventories", "docs", "changelogs"}
+# What a working tree gathers that is no part of the collection: caches, virtualenvs, logs, builds.
+LITTER = [
+    ".pytest_cache/v/cache/nodeids",
+    ".ruff_cache/0.1/123",
+    ".mypy_cache/3.11/x.json",
+    ".venv/bin/python",
+    ".venv/lib/python3.11/site-packages/x.py",
+    "venv/bin/python",
+    ".cache/logs/x.log",
+    ".cache/collections/ansible_collections/multinode/horovod/README.md",
+    ".ansible/collections/x",
+    ".tox/py/x",
+    "__pycache__/x.cpython-311.pyc",
+    "plugins/filter/__pycache__/cluster.cpython-311.pyc",
+    "plugins/filter/stray.pyc",
+    "make-test.log",
+    "roles/nfs_server/debug.log",
+    "tests/output/junit/x.xml",
+    "molecule/nfs_server/.molecule/state.yml",
+    "roles/nfs_server/.molecule/state.yml",
+    "playbooks/.site.yml.swp",
+    "multinode-horovod-0.0.1.tar.gz",
+    "site.retry",
+]
+
+
+def tracked_files() -> list[str]:
+    res = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=False)
+    if res.returncode != 0 or not shutil.which("ansible-galaxy"):
+        pytest.skip("needs a git checkout and ansible-galaxy on PATH")
+    return [name for name in res.stdout.split("\0") if name and (REPO / name).exists()]
+
+
+def test_a_build_from_a_used_tree_ships_the_collection_and_nothing_else(tmp_path):
+    tree = tmp_path / "checkout"
+    tracked = tracked_files()
+    for name in tracked:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, tree / name, follow_symlinks=False)
+    for name in LITTER:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("litter\n")
+    out = tmp_path / "out"
+    run("ansible-galaxy", "collection", "build", "--output-path", str(out), str(tree))
+    (tarball,) = out.glob("multinode-horovod-*.tar.gz")
+    with tarfile.open(tarball) as tar:
+        members = tar.getmembers()
+    shipped = {m.name for m in members if not m.isdir()}
+
+    top = {name.split("/", 1)[0] for name in shipped}
+    assert top <= BUILT | SHIPPED, f"not part of a collection: {sorted(top - BUILT - SHIPPED)}"
+    assert BUILT | {"README.md", "meta", "roles", "playbooks", "plugins", "site.yml"} <= top
+    # Every tracked file of the collection's own directories ships, and nothing else does.
+    wanted = {name for name in tracked if name.split("/", 1)[0] in SHIPPED}
+    assert shipped - BUILT == wanted, (
+        f"shipped but not the collection's: {sorted(shipped - BUILT - wanted)}; missing: {sorted(wanted - shipped)}"
+    )
 
 
 @pytest.mark.parametrize("role", ROLES)
