@@ -17,7 +17,7 @@ SCENARIO ?=
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test lab lab-down clean
+.PHONY: help prepare venv images lint unit molecule test lab lab-down bench-gate clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule sce
 lab: prepare venv ## Create the local lab (3 machines) and run the site on it, ending with a training run
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py site
+
+bench-gate: venv ## Time the inventory gate on generated inventories of 1 to 64 nodes (no host is contacted)
+	$(BIN)/python tools/bench_gate.py
 
 lab-down: ## Remove everything `make lab` created (machines, volumes, network, lab key and share)
 	$(PYTHON) tools/lab.py down
