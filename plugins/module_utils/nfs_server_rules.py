@@ -36,7 +36,6 @@ MODE_RE = re.compile(r"[0-7]{3,4}")
 BREAKING_RE = re.compile(r"[\s(),*\"'#\\]")
 SEC_FLAVOURS = ("sys", "krb5", "krb5i", "krb5p")
 SEC_SHAPE = "security flavours from " + ", ".join(SEC_FLAVOURS) + " joined by ':' (sec=krb5p:krb5i)"
-ANY_CLIENT_NOTE = "'*', '0.0.0.0/0' or '::/0'"
 MAX_ID = 2**32 - 1
 CLIENT_SHAPE = (
     "one host name (dot-separated labels of letters, digits and '-'), IPv4 or IPv6 address, or network "
