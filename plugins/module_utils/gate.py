@@ -644,11 +644,13 @@ def _role_problems(
     own = {name: host[name] for name in spec if name in host}
     inputs = {**role_defaults(role), **own, **mapped}
     inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
-    coerced, spec_problems = _spec_problems(role, inputs)
+    _, spec_problems = _spec_problems(role, inputs)
     problems = list(spec_problems)
     rules = role_rules(role)
     if rules is not None and not spec_problems:
-        problems.extend(rules({**inputs, **coerced}))
+        # The role's rules see the values as the role does (its argument spec validates, it does not
+        # convert: a string stays a string), so the gate hands them the same.
+        problems.extend(rules(inputs))
     for variable, message in problems:
         who = _blame(variable, message, settings) if variable in mapped else variable
         lines.append(f"{who}: {message}")

@@ -51,7 +51,7 @@ def path_problem(value: object) -> str | None:
     parts = value[1:].split("/")
     if value == "/" or any(part in ("", ".", "..") for part in parts):
         return f"{value!r} is not normalised; use {SHAPE}"
-    bad = [part for part in parts if not COMPONENT_RE.match(part)]
+    bad = [part for part in parts if not COMPONENT_RE.fullmatch(part)]
     if bad:
         return f"{value!r} has characters that are not allowed in {bad[0]!r}; use {SHAPE}"
     if parts[0] in SYSTEM_TOPS:

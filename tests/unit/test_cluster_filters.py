@@ -191,3 +191,10 @@ def test_a_role_variable_the_site_sets_is_a_warning():
     report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(container_sshd_port=2222)))
     assert report["errors"] == []
     assert any("container_sshd_port (on every host): set in the inventory" in w for w in report["warnings"])
+
+
+def test_a_newline_cannot_hide_in_a_path():
+    from ansible_collections.multinode.horovod.plugins.module_utils.paths import path_problem
+
+    assert path_problem("/data1/a\n/b") is not None
+    assert path_problem("/data1/share\n") is not None
