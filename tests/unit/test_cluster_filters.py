@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multinode.horovod.plugins.module_utils import gate
+from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
 from checkout import load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
@@ -194,7 +194,5 @@ def test_a_role_variable_the_site_sets_is_a_warning():
 
 
 def test_a_newline_cannot_hide_in_a_path():
-    from ansible_collections.multinode.horovod.plugins.module_utils.paths import path_problem
-
-    assert path_problem("/data1/a\n/b") is not None
-    assert path_problem("/data1/share\n") is not None
+    assert paths.path_problem("/data1/a\n/b") is not None
+    assert paths.path_problem("/data1/share\n") is not None
