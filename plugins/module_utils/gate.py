@@ -31,6 +31,7 @@ from typing import Any
 
 import jinja2
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
 COLLECTION = Path(__file__).resolve().parents[2]
@@ -58,12 +59,11 @@ class Setting:
     default: Any
     roles: tuple[str, ...] = ()
     cluster_wide: bool = True
-    doc: str = ""
     choices: tuple[str, ...] = field(default=())
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("horovod_shared_storage", "str", "nfs", (), choices=STORAGE_KINDS, doc="nfs or existing"),
+    Setting("horovod_shared_storage", "str", "nfs", (), choices=STORAGE_KINDS),
     Setting("horovod_share_root", "str", "/data1", ("docker_horovod_share_root",)),
     Setting(
         "horovod_share_dir",
@@ -162,18 +162,16 @@ def known_names() -> set[str]:
     return names
 
 
-def _spec_problems(role: str, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """Validate `inputs` against the role's argument spec as include_role would; coerced values back."""
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: PLC0415 (Ansible is there at run time)
-
+def _spec_problems(role: str, inputs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`inputs` validated against the role's argument spec, as include_role does."""
     spec = role_spec(role)
-    result = ArgumentSpecValidator(spec).validate(dict(inputs))
     problems = []
-    for error in result.errors:
+    for error in ArgumentSpecValidator(spec).validate(dict(inputs)).errors:
         text = str(error)
-        variable = next((name for name in spec if name in text), role)
+        # The longest option name the message mentions (docker_horovod_image_archive, not ..._image).
+        variable = max((name for name in spec if name in text), key=len, default=role)
         problems.append((variable, text))
-    return dict(result.validated_parameters), problems
+    return problems
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -230,7 +228,7 @@ def settings_of(host_vars: Mapping[str, Any]) -> dict[str, Any]:
     Values of the wrong type are passed through unchanged; the gate reports them."""
     out = {}
     for setting in SETTINGS:
-        value = host_vars.get(setting.name, setting.default) if setting.name in host_vars else setting.default
+        value = host_vars.get(setting.name, setting.default)
         out[setting.name] = value if _type_problem(setting, value) else _normalise(setting, value)
     return out
 
@@ -644,7 +642,7 @@ def _role_problems(
     own = {name: host[name] for name in spec if name in host}
     inputs = {**role_defaults(role), **own, **mapped}
     inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
-    _, spec_problems = _spec_problems(role, inputs)
+    spec_problems = _spec_problems(role, inputs)
     problems = list(spec_problems)
     rules = role_rules(role)
     if rules is not None and not spec_problems:
