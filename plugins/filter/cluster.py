@@ -17,6 +17,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.module_utils import gate
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive
 
 HEADER = "Fix the inventory first (nothing was changed):"
 
@@ -26,9 +27,9 @@ def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dic
     nodes = []
     for name in names:
         host = hostvars[name]
-        slots = gate.slots_of(host.get("horovod_slots"))
+        slots = positive(host.get("horovod_slots"))
         if slots is None:
-            slots = gate.slots_of(host.get("docker_horovod_gpu_count")) or 1
+            slots = positive(host.get("docker_horovod_gpu_count")) or 1
         nodes.append({"name": name, "address": gate.address_of(name, host), "slots": slots})
     return nodes
 

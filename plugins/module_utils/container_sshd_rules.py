@@ -10,7 +10,6 @@ the host's own sshd port) stays a task in tasks/assert.yml.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_v
     container_name_problem,
     plain,
 )
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 
 Problems = list[tuple[str, str]]
 Values = Mapping[str, Any]
@@ -32,23 +32,11 @@ DEFAULTS: dict[str, Any] = {
 }
 # vars/main.yml, __container_sshd_all_key_types; the unit test checks they agree.
 KEY_TYPES = ("ed25519", "ecdsa", "rsa")
-_WHOLE = re.compile(r"[0-9]+")
-
-
-def whole_number(value: object) -> int | None:
-    """`value` as an int when it is one, or a string of digits (as the argument spec's type int takes it)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, str) and _WHOLE.fullmatch(value):
-        return int(value)
-    return None
 
 
 def check_port(values: Values) -> Problems:
     value = values["container_sshd_port"]
-    port = whole_number(value)
+    port = whole(value)
     if port is not None and 1 <= port <= 65535:
         return []
     return [
@@ -110,7 +98,7 @@ def check_container_name(values: Values) -> Problems:
 
 def check_wait_timeout(values: Values) -> Problems:
     value = values["container_sshd_wait_timeout"]
-    seconds = whole_number(value)
+    seconds = whole(value)
     if seconds is not None and seconds > 0:
         return []
     return [

@@ -32,6 +32,7 @@ from typing import Any
 import jinja2
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
 COLLECTION = Path(__file__).resolve().parents[2]
@@ -47,7 +48,6 @@ UNKNOWN_SWITCH = "horovod_unknown_variables"
 HOSTNAME_RE = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
-DIGITS_RE = re.compile(r"^\s*[0-9]+\s*$")
 
 
 @dataclass(frozen=True)
@@ -200,8 +200,7 @@ def _type_problem(setting: Setting, value: Any) -> str | None:
     if setting.kind in ("list", "dict_list"):
         return _list_problem(setting, value)
     if setting.kind == "int":
-        whole = isinstance(value, int) or (isinstance(value, str) and DIGITS_RE.match(value))
-        return None if whole and not isinstance(value, bool) else f"{value!r} is not {KIND_WORDS['int']}"
+        return None if whole(value) is not None else f"{value!r} is not {KIND_WORDS['int']}"
     if isinstance(value, bool | list | tuple | dict) or value is None:
         return f"{value!r} is not {KIND_WORDS['str']}"
     if setting.choices and str(value) not in setting.choices:
@@ -254,16 +253,6 @@ def address_problem(address: str) -> str | None:
         return f"{address!r} is this machine's own name, which other nodes cannot use"
     if not HOSTNAME_RE.match(address):
         return f"{address!r} is not a valid host name (letters, digits, '-', dots between labels) or IPv4 address"
-    return None
-
-
-def slots_of(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str) and DIGITS_RE.match(value):
-        return int(value) if int(value) > 0 else None
     return None
 
 
@@ -432,7 +421,7 @@ def _role_inputs(
     if name == master:
         mapped["horovod_launch"] = {
             "horovod_launch_hosts": [
-                {"name": n, "address": addresses[n], "slots": slots_of(hostvars[n].get("horovod_slots")) or 1}
+                {"name": n, "address": addresses[n], "slots": positive(hostvars[n].get("horovod_slots")) or 1}
                 for n in nodes
             ],
             "horovod_launch_container": settings["horovod_container_name"],
@@ -547,7 +536,7 @@ def _types(
             if setting.name not in host:
                 continue
             problem = _type_problem(setting, host[setting.name])
-            if setting.name == "horovod_slots" and problem is None and slots_of(host[setting.name]) is None:
+            if setting.name == "horovod_slots" and problem is None and positive(host[setting.name]) is None:
                 problem = f"{host[setting.name]!r} is not a whole number of 1 or more"
             if problem:
                 per_host[name][setting.name] = _normalise(setting, setting.default)

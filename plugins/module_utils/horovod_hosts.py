@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive
+
 FIELDS = ("name", "address", "slots")
 # Host names and IPv4 addresses. horovodrun splits each -H item on ':' and the list on ',', so
 # neither may appear; whitespace would split the hostfile line.
 HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$")
-DIGITS_RE = re.compile(r"^\s*[0-9]+\s*$")
 
 
 def describe(index: int, host: object) -> str:
@@ -28,15 +29,7 @@ def describe(index: int, host: object) -> str:
 
 def slot_count(value: object) -> int | None:
     """The slot count, or None when the value is not a whole number of 1 or more."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and DIGITS_RE.match(value):
-        number = int(value)
-    else:
-        return None
-    return number if number >= 1 else None
+    return positive(value)
 
 
 def host_errors(hosts: object) -> list[str]:

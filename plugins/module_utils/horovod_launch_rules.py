@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
 Problems = list[tuple[str, str]]
@@ -27,7 +28,6 @@ SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
 NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
 # Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
 CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
-WHOLE_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
 CONTROLLERS = ("gloo", "mpi")
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet")
 MAX_PORT = 65535
@@ -67,23 +67,6 @@ RESERVED_ARGS = {
 }
 
 _ABSENT = object()
-
-
-def whole(value: object) -> int | None:
-    """`value` as a whole number (an int or a string of digits, as the argument spec converts), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and WHOLE_RE.fullmatch(value):
-        return int(value)
-    return None
-
-
-def shown(value: object) -> str:
-    """A value as a message quotes it: a whole number as the number (``"70000"`` from ``-e`` too), else its repr."""
-    number = whole(value)
-    return repr(value) if number is None else str(number)
 
 
 def _hosts(inputs: Mapping[str, Any]) -> tuple[Problems, int | None]:

@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
+
 Problems = list[tuple[str, str]]
 
 P = "ssh_trust_"
@@ -27,28 +29,10 @@ HOST_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*")
 # Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
 CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
-WHOLE_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
 MAX_PORT = 65535
 EXAMPLE = "{name: node-b, address: 192.0.2.11}"
 
 _ABSENT = object()
-
-
-def whole(value: object) -> int | None:
-    """`value` as a whole number (an int or a string of digits, as the argument spec converts), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and WHOLE_RE.fullmatch(value):
-        return int(value)
-    return None
-
-
-def shown(value: object) -> str:
-    """A value as a message quotes it: a whole number as the number (``"70000"`` from ``-e`` too), else its repr."""
-    number = whole(value)
-    return repr(value) if number is None else str(number)
 
 
 def _node(index: int, node: Mapping[str, Any], seen: dict[str, dict[str, str]]) -> Problems:
