@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     canonical_name,
     image_reference,
@@ -38,33 +39,18 @@ def gpu_count_smi(nvidia_smi_output: str) -> int:
     return sum(1 for line in (nvidia_smi_output or "").splitlines() if _NVIDIA_SMI_GPU.match(line))
 
 
-def _compile_all(patterns: Iterable[str]) -> list[re.Pattern[str]]:
-    compiled = []
-    for pattern in patterns:
-        try:
-            compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise AnsibleFilterError(f"invalid regular expression {pattern!r}: {exc}") from exc
-    return compiled
+def job_processes(top_output: str, idle_patterns: Iterable[str] = ()) -> list[str]:
+    """Processes of `docker top NAME -o pid,args` output that are a running job.
 
-
-def job_processes(top_output: str, idle_patterns: Iterable[str]) -> list[str]:
-    """Processes of `docker top NAME -o pid,args` output that match none of the idle patterns.
-
-    Each pattern is searched in the command line (args). What is returned ("PID ARGS") is what the
-    role calls a running job.
+    The definition is shared with horovod_launch (plugins/module_utils/jobs.py): every process that
+    neither the container's built-in idle patterns nor `idle_patterns` (searched in the command line)
+    match. What is returned ("PID ARGS", values of NAME=value words hidden) is what the role calls a
+    running job.
     """
-    idle = _compile_all(idle_patterns or [])
-    lines = (top_output or "").splitlines()
-    jobs = []
-    for line in lines[1:] if lines and lines[0].split()[:1] == ["PID"] else lines:
-        parts = line.strip().split(None, 1)
-        if not parts:
-            continue
-        args = parts[1] if len(parts) > 1 else ""
-        if not any(pattern.search(args) for pattern in idle):
-            jobs.append(f"{parts[0]} {args}".rstrip())
-    return jobs
+    try:
+        return jobs.jobs(jobs.parse_top(top_output), idle_patterns or [])
+    except jobs.PatternError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 def pip_missing(pip_list: Any, packages: Iterable[Mapping[str, str]]) -> list[str]:
