@@ -5,8 +5,8 @@
 for each problem (see plugins/filter/role_rules.py). The role checks them first in tasks/assert.yml; the
 site's gate checks the same rules on what it will hand to the role. What only the hosts can tell (the
 container runs, the interfaces exist, /dev/shm is large enough) is checked by the preflight
-(tasks/checks.yml). A variable missing from ``inputs`` is not checked, except the host list, which has
-no usable default.
+(tasks/checks.yml). A variable missing from ``inputs`` is not checked (the entry points that need no
+host list, status and stop, pass none); the host list, when given, must not be empty.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
@@ -34,11 +35,11 @@ MAX_PORT = 65535
 
 # Whole numbers that must be 1 or more, and what each one counts.
 POSITIVE = {
-    f"{P}timeout": "the seconds the run may take",
     f"{P}poll_interval": "the seconds between two progress lines",
     f"{P}start_timeout": "the seconds horovodrun waits for every process to start",
     f"{P}ssh_connect_timeout": "the seconds each preflight ssh may take to connect",
     f"{P}failure_tail_lines": "the lines of the failing rank's output to show",
+    f"{P}stop_grace": "the seconds a stopped run's processes get to end before they are killed",
 }
 
 # Directories on the share, below horovod_launch_share_dir: every rank, on every host, reads or
@@ -71,7 +72,9 @@ _ABSENT = object()
 
 def _hosts(inputs: Mapping[str, Any]) -> tuple[Problems, int | None]:
     """The host list's problems, and its total of slots when it is valid."""
-    hosts = inputs.get(f"{P}hosts", [])
+    hosts = inputs.get(f"{P}hosts", _ABSENT)
+    if hosts is _ABSENT:
+        return [], None
     errors = host_errors(hosts)
     if errors:
         return [(f"{P}hosts", error) for error in errors], None
@@ -113,6 +116,17 @@ def _counts(inputs: Mapping[str, Any]) -> Problems:
         number = whole(value)
         if number is None or number < 1:
             out.append((name, f"{shown(value)} is not a whole number of 1 or more; set it to {what}"))
+    value = inputs.get(f"{P}timeout", _ABSENT)
+    if value is not _ABSENT:
+        number = whole(value)
+        if number is None or number < 0:
+            out.append(
+                (
+                    f"{P}timeout",
+                    f"{shown(value)} is not a whole number of 0 or more; set it to the seconds the run may take, "
+                    "or 0 for no limit",
+                )
+            )
     value = inputs.get(f"{P}ssh_port", _ABSENT)
     if value is not _ABSENT:
         port = whole(value)
@@ -259,7 +273,13 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
                 (f"{P}env", f"{name!r} is not a variable name (letters, digits, '_', not starting with a digit); {fix}")
             )
         elif not isinstance(value, str | int | float):
-            out.append((f"{P}env", f"{name}={value!r} is not a plain value (a string or a number); {fix}"))
+            # The value itself is not quoted: it may be a secret.
+            out.append(
+                (
+                    f"{P}env",
+                    f"the value of {name} is a {type(value).__name__}, not a plain value (a string or a number); {fix}",
+                )
+            )
     return out
 
 
@@ -297,6 +317,18 @@ def _interfaces(inputs: Mapping[str, Any]) -> Problems:
     return out + more
 
 
+def _idle(inputs: Mapping[str, Any]) -> Problems:
+    out, patterns = _list(inputs, f"{P}idle_process_patterns", "['jupyter-lab']")
+    for pattern in invalid_patterns(patterns or []):
+        out.append(
+            (
+                f"{P}idle_process_patterns",
+                f"{pattern!r} is not a regular expression; write one Python re pattern per item, e.g. 'jupyter-lab'",
+            )
+        )
+    return out
+
+
 def _shm(inputs: Mapping[str, Any]) -> Problems:
     size = inputs.get(f"{P}min_shm_size", _ABSENT)
     if size is _ABSENT or (isinstance(size, str | int) and not isinstance(size, bool) and SIZE_RE.fullmatch(str(size))):
@@ -318,5 +350,6 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out += _env(inputs)
     out += _extra_args(inputs)
     out += _interfaces(inputs)
+    out += _idle(inputs)
     out += _shm(inputs)
     return out

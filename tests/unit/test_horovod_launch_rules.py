@@ -37,7 +37,9 @@ GOOD: dict[str, Any] = {
     "horovod_launch_start_timeout": 60,
     "horovod_launch_env": {},
     "horovod_launch_extra_args": [],
-    "horovod_launch_timeout": 7200,
+    "horovod_launch_timeout": 0,
+    "horovod_launch_stop_grace": 10,
+    "horovod_launch_idle_process_patterns": [],
     "horovod_launch_poll_interval": 15,
     "horovod_launch_failure_tail_lines": 40,
     "horovod_launch_required_frameworks": ["pytorch"],
@@ -76,6 +78,8 @@ def test_the_assert_task_passes_every_input_the_rules_read():
         {"ssh_port": "2222"},
         {"ssh_port": 65535},
         {"timeout": "300"},
+        {"timeout": 7200},
+        {"idle_process_patterns": ["jupyter-lab", "^tensorboard( |$)"]},
         {"workdir": f"{SHARE}/workspace/examples/pytorch"},
         {"workdir": SHARE},
         {"runs_dir": SHARE},
@@ -120,7 +124,11 @@ BAD = [
     ({"np": -1}, "np", "-1 is not a whole number of 0 or more"),
     ({"np": "four"}, "np", "'four' is not a whole number"),
     ({"np": True}, "np", "True is not a whole number"),
-    ({"timeout": 0}, "timeout", "0 is not a whole number of 1 or more; set it to the seconds the run may take"),
+    ({"timeout": -1}, "timeout", "-1 is not a whole number of 0 or more; set it to the seconds the run may take, or 0"),
+    ({"timeout": "long"}, "timeout", "'long' is not a whole number of 0 or more"),
+    ({"stop_grace": 0}, "stop_grace", "0 is not a whole number of 1 or more"),
+    ({"idle_process_patterns": ["("]}, "idle_process_patterns", "'(' is not a regular expression"),
+    ({"idle_process_patterns": "jupyter"}, "idle_process_patterns", "'jupyter' is not a list"),
     ({"poll_interval": -5}, "poll_interval", "-5 is not a whole number of 1 or more"),
     ({"start_timeout": "soon"}, "start_timeout", "'soon' is not a whole number"),
     ({"ssh_connect_timeout": 0}, "ssh_connect_timeout", "0 is not a whole number of 1 or more"),
@@ -164,9 +172,9 @@ BAD = [
     ({"env": ["NCCL_DEBUG=INFO"]}, "env", "['NCCL_DEBUG=INFO'] is not a mapping"),
     ({"env": {"1X": "a"}}, "env", "'1X' is not a variable name"),
     ({"env": {"A-B": "a"}}, "env", "'A-B' is not a variable name"),
-    ({"env": {"A": {"b": 1}}}, "env", "A={'b': 1} is not a plain value"),
-    ({"env": {"A": [1, 2]}}, "env", "A=[1, 2] is not a plain value"),
-    ({"env": {"A": None}}, "env", "A=None is not a plain value"),
+    ({"env": {"A": {"b": 1}}}, "env", "the value of A is a dict, not a plain value"),
+    ({"env": {"A": [1, 2]}}, "env", "the value of A is a list, not a plain value"),
+    ({"env": {"A": None}}, "env", "the value of A is a NoneType, not a plain value"),
     ({"extra_args": ["-np", "4"]}, "extra_args", "'-np' is an option the role sets itself; use horovod_launch_np"),
     ({"extra_args": ["--ssh-port=22"]}, "extra_args", "'--ssh-port=22' is an option the role sets itself"),
     ({"extra_args": ["--mpi"]}, "extra_args", "use horovod_launch_controller instead"),
@@ -196,6 +204,11 @@ def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
     assert not found[0][1].startswith("horovod_launch_"), "the caller prefixes the variable"
 
 
+def test_an_environment_value_is_never_quoted():
+    found = problems(env={"TOKEN": ["s3cret-value"]})
+    assert found and all("s3cret-value" not in message for _, message in found), found
+
+
 def test_np_beyond_the_slots_is_not_judged_on_a_broken_host_list():
     found = problems(hosts=[{"name": "a", "address": "a", "slots": 0}], np=4)
     assert [v for v, _ in found] == ["horovod_launch_hosts"]
@@ -219,9 +232,10 @@ def test_every_problem_is_reported_at_once():
     ]
 
 
-def test_only_the_host_list_is_required():
+def test_a_variable_not_given_is_not_checked_but_a_given_host_list_must_not_be_empty():
     assert rules.problems({"horovod_launch_hosts": GOOD["horovod_launch_hosts"]}) == []
-    assert [v for v, _ in rules.problems({})] == ["horovod_launch_hosts"]
+    assert rules.problems({"horovod_launch_run_name": "r1"}) == []
+    assert [v for v, _ in rules.problems({"horovod_launch_hosts": []})] == ["horovod_launch_hosts"]
 
 
 @pytest.mark.parametrize("inputs", [None, [], "x", 3])

@@ -7,7 +7,9 @@ Runs inside a node's Horovod container (``python3 -`` with this file on stdin, l
 ``docker exec`` on the master, over the containers' ssh on the other nodes) and prints one JSON
 object: hostname, Horovod version, IPv4 addresses per interface, for each given address the
 interface here that holds it (so, whether it is this node), the size of /dev/shm, missing
-directories and the horovodrun launchers running here. It only reads; Python's standard library suffices.
+directories, the horovodrun launchers running here and every process of the container but the
+probe itself and its ancestors (the docker exec or ssh session that runs it), which the role sorts
+into idle ones and jobs (plugins/module_utils/jobs.py). It only reads; Python's standard library suffices.
 """
 
 from __future__ import annotations
@@ -82,6 +84,35 @@ def launcher_processes() -> list[str]:
     return sorted(found)
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            # pid (comm) state ppid ...; comm may hold spaces and parentheses.
+            return int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def processes() -> list[dict[str, object]]:
+    """pid and command line of every process here except this probe and its ancestors."""
+    mine, pid = set(), os.getpid()
+    while pid > 1 and pid not in mine:
+        mine.add(pid)
+        pid = _parent(pid)
+    found: list[dict[str, object]] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in mine:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                args = " ".join(a.decode(errors="replace") for a in handle.read().split(b"\0") if a)
+        except OSError:
+            continue
+        if args:  # kernel threads and zombies have none
+            found.append({"pid": int(entry), "args": args})
+    return sorted(found, key=lambda p: int(p["pid"]))  # type: ignore[call-overload]
+
+
 def horovod_version() -> str:
     try:
         return metadata.version("horovod")
@@ -103,6 +134,7 @@ def probe(addresses: list[str], paths: list[str]) -> dict[str, object]:
         "shm_bytes": shm_bytes(),
         "missing_paths": [p for p in paths if not os.path.isdir(p)],
         "launchers": launcher_processes(),
+        "processes": processes(),
     }
 
 

@@ -5,7 +5,7 @@
 
 ``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run
 directory is on the share, at the same path as in the container). It returns as soon as the run
-has finished, or after WAIT_SECONDS, and prints exactly one line:
+has finished (it looks four times a second), or after WAIT_SECONDS, and prints exactly one line:
 
 * ``finished rc=N after Ss`` - the wrapper wrote ``rc`` (and ``started``/``finished``);
 * ``running Ss | LAST LINE`` - the last non-empty line horovodrun printed so far;
@@ -22,6 +22,8 @@ from pathlib import Path
 
 LAST_LINE_MAX = 160
 TAIL_BYTES = 8192
+# Seconds between two looks at the run directory: the end of a run is noticed within this.
+TICK = 0.25
 
 
 def read_int(path: Path) -> int | None:
@@ -72,7 +74,7 @@ def main(argv: list[str]) -> int:
         if done or time.monotonic() >= deadline:
             print(line)
             return 0
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(TICK, max(0.0, deadline - time.monotonic())))
 
 
 if __name__ == "__main__":

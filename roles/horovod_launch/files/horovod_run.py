@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The runs of multinode.horovod.horovod_launch, seen from inside the Horovod containers.
+
+Runs in the master's container as ``python3 -c "$(cat horovod_run.py)" COMMAND ...`` (docker exec) and
+reaches the other nodes' containers over the containers' ssh, where it runs itself again
+(``python3 -`` with its own code on stdin). Python's standard library suffices. Commands:
+
+* ``status RUNS_DIR`` - one JSON list, a dict per run directory: name, state (running, finished,
+  failed, stopped, interrupted), started, finished, duration_s, rc, last_line, the rank whose host the
+  hostfile names (rank_hosts), the launcher log's last lines for a failed run.
+* ``up RUN_DIR NP WAIT SSH_JSON ADDRESS...`` - wait (at most WAIT s) until each of the NP ranks of the
+  run has been seen running on one of the nodes, or the run has ended; print a JSON summary.
+* ``stop RUN_DIR GRACE SSH_JSON ADDRESS...`` - end the run: every process of the run (those whose
+  environment has ``HOROVOD_LAUNCH_RUN_DIR=RUN_DIR``: timeout, horovodrun, its ssh clients, the ranks)
+  on the master and on every other node gets SIGTERM, then SIGKILL after GRACE s; the launch script
+  itself is left to record the exit status. Print a JSON summary, with the rc once recorded.
+* ``local-ranks RUN_DIR`` / ``local-stop RUN_DIR GRACE`` - the same on this node only (what the
+  commands above run over ssh).
+
+A process belongs to a run when its environment says so: the launch script exports
+``HOROVOD_LAUNCH_RUN_DIR`` before it starts horovodrun, and horovodrun passes its environment on to
+every rank, local or remote. Nothing else in the containers is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RUN_ENV = "HOROVOD_LAUNCH_RUN_DIR"
+SCRIPT = "horovod-launch.sh"
+LAST_LINE_MAX = 160
+TAIL_LINES = 200
+TICK = 0.25
+
+
+def _proc_pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def lineage() -> set[int]:
+    """This process and its ancestors (never signalled, never counted)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        stat = _read(f"/proc/{pid}/stat")
+        if not stat:
+            break
+        # pid (comm) state ppid ...; comm may hold spaces and parentheses.
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+    return pids
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = _read(f"/proc/{pid}/environ") or b""
+    out = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            out[name.decode(errors="replace")] = value.decode(errors="replace")
+    return out
+
+
+def cmdline(pid: int) -> list[str]:
+    return [a.decode(errors="replace") for a in (_read(f"/proc/{pid}/cmdline") or b"").split(b"\0") if a]
+
+
+def run_processes(run_dir: str) -> list[dict[str, object]]:
+    """The processes here that belong to the run: pid, rank (None for the launcher's own) and args."""
+    mine = lineage()
+    found = []
+    for pid in _proc_pids():
+        if pid in mine:
+            continue
+        env = environ(pid)
+        if env.get(RUN_ENV) != run_dir:
+            continue
+        rank = env.get("HOROVOD_RANK")
+        found.append({"pid": pid, "rank": int(rank) if rank and rank.isdigit() else None, "args": cmdline(pid)})
+    return sorted(found, key=lambda p: int(p["pid"]))  # type: ignore[call-overload]
+
+
+def launcher_running(run_dir: str) -> bool:
+    """Whether the run's launch script (``sh RUN_DIR/horovod-launch.sh``) runs here."""
+    script = f"{run_dir}/{SCRIPT}"
+    return any(script in cmdline(pid)[:3] for pid in _proc_pids() if pid != os.getpid())
+
+
+def _int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 65536))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+def hostfile_ranks(path: Path) -> list[str]:
+    """The host of each rank, in rank order, from the run's hostfile (``ADDRESS slots=N`` lines)."""
+    hosts: list[str] = []
+    try:
+        text = path.read_text()
+    except OSError:
+        return hosts
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        slots = 1
+        for part in parts[1:]:
+            if part.startswith("slots=") and part[6:].isdigit():
+                slots = int(part[6:])
+        hosts += [parts[0]] * slots
+    return hosts
+
+
+def run_status(run_dir: Path, running: bool, now: float) -> dict[str, object]:
+    started, finished, rc = _int(run_dir / "started"), _int(run_dir / "finished"), _int(run_dir / "rc")
+    stopped = (run_dir / "stopped").exists()
+    if running:
+        state = "running"
+    elif rc is None:
+        state = "interrupted"
+    elif stopped:
+        state = "stopped"
+    else:
+        state = "finished" if rc == 0 else "failed"
+    end = finished if finished is not None and not running else int(now)
+    lines = [line for line in _tail(run_dir / "launcher.log", TAIL_LINES) if line.strip()]
+    last = lines[-1].strip() if lines else ""
+    return {
+        "name": run_dir.name,
+        "run_dir": str(run_dir),
+        "state": state,
+        "started": started,
+        "finished": finished if not running else None,
+        "duration_s": max(0, end - started) if started is not None else None,
+        "rc": None if running else rc,
+        "last_line": last if len(last) <= LAST_LINE_MAX else last[: LAST_LINE_MAX - 3] + "...",
+        "rank_hosts": hostfile_ranks(run_dir / "hostfile"),
+        "log_tail": "\n".join(lines) if state in ("failed", "stopped") else "",
+    }
+
+
+def status(runs_dir: str) -> list[dict[str, object]]:
+    root = Path(runs_dir)
+    try:
+        dirs = sorted(p for p in root.iterdir() if (p / SCRIPT).is_file())
+    except OSError:
+        return []
+    now = time.time()
+    return [run_status(d, launcher_running(str(d)), now) for d in dirs]
+
+
+def is_local(address: str) -> bool:
+    """Whether `address` leads to this container (an address of one of its interfaces)."""
+    try:
+        ip = socket.gethostbyname(address)
+    except OSError:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.bind((ip, 0))
+        except OSError:
+            return False
+    return True
+
+
+def own_source() -> str:
+    """This program's code: it runs as ``python3 -c CODE``, so CODE is the third item of its cmdline."""
+    argv = cmdline(os.getpid())
+    return argv[2] if len(argv) > 2 and argv[1] == "-c" else Path(__file__).read_text()
+
+
+def remote(ssh: list[str], address: str, args: list[str], source: str) -> tuple[int, str, str]:
+    """Run this program with `args` in the container at `address`, over the containers' ssh."""
+    command = "python3 - " + " ".join(shlex.quote(a) for a in args)
+    proc = subprocess.run([*ssh, address, command], input=source, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def local_stop(run_dir: str, grace: float) -> dict[str, object]:
+    """SIGTERM every process of the run here, SIGKILL what is left after `grace` seconds."""
+    first = run_processes(run_dir)
+    terminated = []
+    for process in first:
+        try:
+            os.kill(int(process["pid"]), signal.SIGTERM)  # type: ignore[call-overload]
+            terminated.append(process)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    left = run_processes(run_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(TICK)
+        left = run_processes(run_dir)
+    killed = []
+    for process in left:
+        try:
+            os.kill(int(process["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+            killed.append(process)
+        except ProcessLookupError:
+            pass
+    time.sleep(TICK if killed else 0)
+    return {
+        "host": socket.gethostname(),
+        "terminated": [" ".join(p["args"]) for p in terminated],  # type: ignore[arg-type]
+        "killed": [" ".join(p["args"]) for p in killed],  # type: ignore[arg-type]
+        "left": [" ".join(p["args"]) for p in run_processes(run_dir)],  # type: ignore[arg-type]
+    }
+
+
+def local_ranks(run_dir: str) -> dict[str, object]:
+    ranks = sorted({p["rank"] for p in run_processes(run_dir) if p["rank"] is not None})  # type: ignore[type-var]
+    return {"host": socket.gethostname(), "ranks": ranks}
+
+
+def _others(addresses: list[str]) -> list[str]:
+    return [a for a in dict.fromkeys(addresses) if not is_local(a)]
+
+
+def _remote_json(ssh: list[str], address: str, args: list[str], source: str) -> dict[str, object]:
+    rc, out, err = remote(ssh, address, args, source)
+    if rc != 0:
+        return {"host": address, "error": f"rc {rc}: {err.strip()[-300:]}"}
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {"host": address, "error": f"unreadable answer: {out.strip()[-300:]}"}
+
+
+def up(run_dir: str, np: int, wait: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
+    """Wait until every rank has been seen running somewhere (or the run ended, or `wait` passed)."""
+    source, others = own_source(), _others(addresses)
+    seen: dict[str, set[int]] = {}
+    errors: dict[str, str] = {}
+    deadline = time.monotonic() + wait
+    next_remote = 0.0
+    while True:
+        seen.setdefault("localhost", set()).update(local_ranks(run_dir)["ranks"])  # type: ignore[arg-type]
+        if time.monotonic() >= next_remote:
+            for address in others:
+                answer = _remote_json(ssh, address, ["local-ranks", run_dir], source)
+                if "error" in answer:
+                    errors[address] = str(answer["error"])
+                else:
+                    seen.setdefault(address, set()).update(answer["ranks"])  # type: ignore[arg-type]
+            next_remote = time.monotonic() + 1.0
+        ranks = set().union(*seen.values())
+        ended = (Path(run_dir) / "rc").exists()
+        if len(ranks) >= np or ended or time.monotonic() >= deadline:
+            state = "up" if len(ranks) >= np else ("ended" if ended else "timeout")
+            return {
+                "state": state,
+                "ranks": sorted(ranks),
+                "by_host": {h: sorted(r) for h, r in seen.items()},
+                "errors": errors,
+            }
+        time.sleep(TICK)
+
+
+def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
+    """End every process of the run on every node, then wait (grace + 10 s at most) for its rc."""
+    source = own_source()
+    hosts = [local_stop(run_dir, grace)]
+    for address in _others(addresses):
+        answer = _remote_json(ssh, address, ["local-stop", run_dir, str(grace)], source)
+        answer["address"] = address
+        hosts.append(answer)
+    rc_file = Path(run_dir) / "rc"
+    deadline = time.monotonic() + grace + 10
+    while not rc_file.exists() and launcher_running(run_dir) and time.monotonic() < deadline:
+        time.sleep(TICK)
+    return {"hosts": hosts, "rc": _int(rc_file), "launcher_running": launcher_running(run_dir)}
+
+
+def main(argv: list[str]) -> int:
+    usage = (
+        "usage: horovod_run.py status RUNS_DIR | up RUN_DIR NP WAIT SSH_JSON ADDRESS... | "
+        "stop RUN_DIR GRACE SSH_JSON ADDRESS... | local-ranks RUN_DIR | local-stop RUN_DIR GRACE"
+    )
+    if not argv:
+        print(usage, file=sys.stderr)
+        return 2
+    command, args = argv[0], argv[1:]
+    if command == "status" and len(args) == 1:
+        result: object = status(args[0])
+    elif command == "up" and len(args) >= 4:
+        result = up(args[0], int(args[1]), float(args[2]), json.loads(args[3]), args[4:])
+    elif command == "stop" and len(args) >= 3:
+        result = stop(args[0], float(args[1]), json.loads(args[2]), args[3:])
+    elif command == "local-ranks" and len(args) == 1:
+        result = local_ranks(args[0])
+    elif command == "local-stop" and len(args) == 2:
+        result = local_stop(args[0], float(args[1]))
+    else:
+        print(usage, file=sys.stderr)
+        return 2
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Unit tests for plugins/filter/horovod_run.py and plugins/module_utils/jobs.py."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.filter import docker_horovod
+from ansible_collections.multinode.horovod.plugins.filter import horovod_run as f
+from ansible_collections.multinode.horovod.plugins.module_utils import jobs
+
+DEFINITION = {
+    "command": ["python3", "train.py", "--epochs", "90"],
+    "code": "0123456789abcdef0123456789abcdef01234567",
+    "hosts": "10.0.0.1:2,10.0.0.2:2",
+    "np": 4,
+    "image": "sha256:aaaa",
+    "env_names": ["NCCL_DEBUG", "WANDB_API_KEY"],
+    "workdir": "/data1/share/workspace",
+    "controller": "gloo",
+    "extra_args": [],
+}
+
+
+def test_run_id_is_stable_and_plain():
+    name = f.run_id(DEFINITION)
+    assert name == f.run_id(dict(reversed(list(DEFINITION.items()))))
+    assert name.startswith("run-") and len(name) == len("run-") + 12
+    assert all(c in "0123456789abcdef" for c in name[4:])
+
+
+def test_run_id_compares_env_names_as_a_set():
+    assert f.run_id({**DEFINITION, "env_names": ["WANDB_API_KEY", "NCCL_DEBUG"]}) == f.run_id(DEFINITION)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("command", ["python3", "train.py", "--epochs", "91"]),
+        ("code", "1123456789abcdef0123456789abcdef01234567"),
+        ("hosts", "10.0.0.1:2,10.0.0.3:2"),
+        ("hosts", "10.0.0.1:3,10.0.0.2:1"),
+        ("np", 3),
+        ("image", "sha256:bbbb"),
+        ("env_names", ["NCCL_DEBUG"]),
+        ("workdir", "/data1/share"),
+        ("controller", "mpi"),
+        ("extra_args", ["--fusion-threshold-mb", "32"]),
+    ],
+)
+def test_run_id_changes_with_each_part_of_the_definition(key, value):
+    assert f.run_id({**DEFINITION, key: value}) != f.run_id(DEFINITION)
+
+
+def test_run_id_takes_ansible_strings_and_numbers_as_json_does():
+    class Text(str):
+        pass
+
+    assert f.run_id({**DEFINITION, "workdir": Text("/data1/share/workspace")}) == f.run_id(DEFINITION)
+
+
+@pytest.mark.parametrize(
+    ("definition", "fragment"),
+    [
+        ({k: v for k, v in DEFINITION.items() if k != "image"}, "missing image"),
+        ({**DEFINITION, "env": {"A": "secret"}}, "unknown env"),
+        (["command"], "expects a mapping"),
+    ],
+)
+def test_run_id_refuses_a_wrong_definition(definition, fragment):
+    with pytest.raises(AnsibleFilterError, match=fragment):
+        f.run_id(definition)
+
+
+RUN = {
+    "name": "r1",
+    "run_dir": "/data1/share/runs/r1",
+    "state": "failed",
+    "started": 100,
+    "finished": 225,
+    "duration_s": 125,
+    "rc": 1,
+    "last_line": "Process 2 exit with status code 1.",
+    "rank_hosts": ["10.0.0.1", "10.0.0.2", "10.0.0.3"],
+    "log_tail": "...\nProcess 2 exit with status code 1.\n",
+}
+
+
+def test_run_status_names_the_failing_rank_and_its_host():
+    (run,) = f.run_status([RUN])
+    assert run["failed_rank"] == 2
+    assert run["failed_host"] == "10.0.0.3"
+    assert run["summary"] == (
+        "r1: failed, 2m05s, rc 1, rank 2 failed first (on 10.0.0.3) | Process 2 exit with status code 1."
+    )
+    assert "log_tail" not in run
+
+
+@pytest.mark.parametrize(
+    ("changes", "summary"),
+    [
+        (
+            {"state": "running", "rc": None, "duration_s": 90061, "last_line": "epoch 3"},
+            "r1: running, 1d01h01m | epoch 3",
+        ),
+        ({"state": "finished", "rc": 0, "duration_s": 3725, "last_line": ""}, "r1: finished, 1h02m05s, rc 0"),
+        ({"state": "stopped", "rc": 143, "duration_s": 7, "last_line": ""}, "r1: stopped, 7s, rc 143"),
+        ({"state": "interrupted", "rc": None, "duration_s": None, "last_line": ""}, "r1: interrupted, -"),
+        # A failed run whose log names no rank, or a rank beyond the hostfile.
+        ({"log_tail": "error", "last_line": ""}, "r1: failed, 2m05s, rc 1"),
+        (
+            {"log_tail": "Process 7 exit with status code 1", "last_line": ""},
+            "r1: failed, 2m05s, rc 1, rank 7 failed first",
+        ),
+    ],
+)
+def test_run_status_summaries(changes, summary):
+    (run,) = f.run_status([{**RUN, **changes}])
+    assert run["summary"] == summary
+    if changes.get("state", "failed") != "failed":
+        assert run["failed_rank"] is None
+
+
+def test_run_status_refuses_what_is_not_a_run():
+    with pytest.raises(AnsibleFilterError, match="is not a run"):
+        f.run_status([{"name": "x"}])
+
+
+IDLE_TOP = [
+    {"pid": 1, "args": "/sbin/docker-init -- /bin/sh /etc/multinode-horovod/container/supervisor.sh"},
+    {"pid": 7, "args": "/bin/sh /etc/multinode-horovod/container/supervisor.sh"},
+    {"pid": 9, "args": "sleep 5"},
+    {"pid": 11, "args": "sshd: /usr/sbin/sshd -D -e -f /etc/multinode-horovod/sshd/sshd_config [listener] 0 of 10"},
+]
+
+
+def test_an_idle_container_has_no_job():
+    assert f.job_processes(IDLE_TOP) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "python3 train.py",
+        "/usr/bin/python3 /usr/local/bin/torchrun --nproc-per-node 4 train.py",
+        "horovodrun -np 2 -H a:1,b:1 python train.py",
+        "sshd: root@notty",
+        "bash",
+        "sleep infinity",
+    ],
+)
+def test_anything_else_is_a_job(args):
+    assert f.job_processes([*IDLE_TOP, {"pid": 42, "args": args}]) == [f"42 {args}"]
+
+
+def test_extra_idle_patterns_and_docker_top_output():
+    top = "PID  COMMAND\n1 /sbin/docker-init --\n50 /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888\n"
+    assert f.job_processes(top) == ["50 /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888"]
+    assert f.job_processes(top, ["jupyter-lab"]) == []
+
+
+def test_the_definition_is_the_same_for_docker_horovods_job_guard():
+    top = "PID COMMAND\n" + "".join(f"{p['pid']} {p['args']}\n" for p in IDLE_TOP) + "42 python3 train.py\n"
+    assert docker_horovod.job_processes(top, []) == f.job_processes(top) == ["42 python3 train.py"]
+
+
+def test_values_of_assignments_are_hidden():
+    args = "bash -c cd /w > /dev/null 2>&1 ; HOROVOD_RANK=1 WANDB_API_KEY='s3 cret' TOKEN=abc python3 t.py --lr=0.1"
+    (job,) = f.job_processes([{"pid": 5, "args": args}])
+    assert "s3 cret" not in job and "abc" not in job
+    assert (
+        job == "5 bash -c cd /w > /dev/null 2>&1 ; HOROVOD_RANK=... WANDB_API_KEY=... TOKEN=... python3 t.py --lr=0.1"
+    )
+
+
+def test_a_bad_pattern_is_an_error_naming_it():
+    with pytest.raises(AnsibleFilterError, match=r"invalid regular expression '\('"):
+        f.job_processes(IDLE_TOP, ["("])
+    assert jobs.invalid_patterns(["ok", "(", 3]) == ["(", 3]
+
+
+def test_a_wrong_process_list_is_an_error():
+    with pytest.raises(AnsibleFilterError, match="expects"):
+        f.job_processes([3])
+
+
+def test_filter_names():
+    assert set(f.FilterModule().filters()) == {"horovod_run_id", "horovod_run_status", "job_processes"}
