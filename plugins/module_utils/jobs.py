@@ -24,6 +24,7 @@ IDLE_PATTERNS: tuple[str, ...] = (
     r"^(sshd: )?/usr/sbin/sshd -D -e -f /etc/multinode-horovod/sshd/sshd_config( |$)",
 )
 
+# The same pattern hides values in roles/horovod_launch/files/horovod_probe.py and horovod_run.py.
 _ASSIGNMENT = re.compile(r"(?<![^\s'\"])([A-Za-z_][A-Za-z0-9_]*)=(?:'[^']*'|\"[^\"]*\"|\S*)")
 
 

@@ -190,3 +190,16 @@ def test_probe_lists_processes_but_not_itself_nor_its_parents(procs):
     assert other.pid in pids
     assert os.getpid() not in pids
     assert os.getppid() not in pids or os.getppid() == 1
+
+
+def test_command_lines_shown_hide_values_as_the_job_definition_does(tmp_path, procs):
+    from ansible_collections.multinode.horovod.plugins.module_utils import jobs  # noqa: PLC0415
+
+    assert helper.ASSIGNMENT.pattern == probe.ASSIGNMENT.pattern == jobs._ASSIGNMENT.pattern
+    run = str(tmp_path / "r")
+    procs(PYTHON_SLEEP + "  # TOKEN=s3cret", HOROVOD_LAUNCH_RUN_DIR=run)
+    wait_seen(run, 1)
+    assert all("s3cret" not in p["args"] for p in probe.processes())
+    answer = helper.local_stop(run, 1)
+    assert answer["terminated"] and "s3cret" not in json.dumps(answer)
+    assert "TOKEN=..." in answer["terminated"][0]

@@ -19,12 +19,22 @@ import array
 import fcntl
 import json
 import os
+import re
 import socket
 import struct
 import sys
 from importlib import metadata
 
 SIOCGIFADDR = 0x8915
+
+# The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
+# environment (which may hold secrets) on its ranks' command lines. The same pattern as
+# plugins/module_utils/jobs.py (tests/unit/test_horovod_run_helper.py checks that they agree).
+ASSIGNMENT = re.compile(r"(?<![^\s'\"])([A-Za-z_][A-Za-z0-9_]*)=(?:'[^']*'|\"[^\"]*\"|\S*)")
+
+
+def redact(args: str) -> str:
+    return ASSIGNMENT.sub(lambda match: f"{match.group(1)}=...", args)
 
 
 def interface_addresses() -> dict[str, list[str]]:
@@ -80,7 +90,7 @@ def launcher_processes() -> list[str]:
         if any(os.path.basename(a) == "horovodrun" for a in argv[:2]) or any(
             a.endswith("/horovod-launch.sh") for a in argv[:3]
         ):
-            found.append(" ".join(argv))
+            found.append(redact(" ".join(argv)))
     return sorted(found)
 
 
@@ -109,7 +119,7 @@ def processes() -> list[dict[str, object]]:
         except OSError:
             continue
         if args:  # kernel threads and zombies have none
-            found.append({"pid": int(entry), "args": args})
+            found.append({"pid": int(entry), "args": redact(args)})
     return sorted(found, key=lambda p: int(p["pid"]))  # type: ignore[call-overload]
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -40,6 +41,15 @@ SCRIPT = "horovod-launch.sh"
 LAST_LINE_MAX = 160
 TAIL_LINES = 200
 TICK = 0.25
+
+# The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
+# environment (which may hold secrets) on its ranks' command lines. The same pattern as
+# plugins/module_utils/jobs.py (tests/unit/test_horovod_run_helper.py checks that they agree).
+ASSIGNMENT = re.compile(r"(?<![^\s'\"])([A-Za-z_][A-Za-z0-9_]*)=(?:'[^']*'|\"[^\"]*\"|\S*)")
+
+
+def redact(args: str) -> str:
+    return ASSIGNMENT.sub(lambda match: f"{match.group(1)}=...", args)
 
 
 def _proc_pids() -> list[int]:
@@ -229,9 +239,9 @@ def local_stop(run_dir: str, grace: float) -> dict[str, object]:
     time.sleep(TICK if killed else 0)
     return {
         "host": socket.gethostname(),
-        "terminated": [" ".join(p["args"]) for p in terminated],  # type: ignore[arg-type]
-        "killed": [" ".join(p["args"]) for p in killed],  # type: ignore[arg-type]
-        "left": [" ".join(p["args"]) for p in run_processes(run_dir)],  # type: ignore[arg-type]
+        "terminated": [redact(" ".join(p["args"])) for p in terminated],  # type: ignore[arg-type]
+        "killed": [redact(" ".join(p["args"])) for p in killed],  # type: ignore[arg-type]
+        "left": [redact(" ".join(p["args"])) for p in run_processes(run_dir)],  # type: ignore[arg-type]
     }
 
 
