@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Run Molecule scenarios one after the other, the way `make molecule` does.
 
-For each scenario: run `molecule test -s <scenario> --destroy=never` with its output both on the
-terminal and in .cache/logs/<scenario>.log, then `molecule destroy -s <scenario>`, and time it all.
+For each scenario: run `molecule reset -s <scenario>`, then `molecule test -s <scenario>
+--destroy=never` with its output both on the terminal and in .cache/logs/<scenario>.log, then
+`molecule destroy -s <scenario>`, and time it all. The reset matters because --destroy=never also
+skips the test sequence's first destroy, which is what forgets the state of a run that never ended
+(a killed run, a rebooted machine): without it Molecule would skip `create` for instances that are gone.
 Every scenario runs even when an earlier one failed, so one run shows every failure. Nothing else is
 done here: a scenario builds or reuses the images it needs itself (its Molecule `dependency` step
 calls tools/images.py), so `molecule test -s <scenario>` typed by hand does the same. The output
@@ -60,7 +63,9 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     print(f"=== molecule scenario {scenario}", flush=True)
     failure = ""
     with logfile.open("w") as out:
-        rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
+        rc = stream(["molecule", "reset", "-s", scenario], out)
+        if rc == 0:
+            rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
         if rc != 0:
             failure = "\n".join(last_failure(logfile.read_text(errors="replace").splitlines()))
             print(f"=== molecule scenario {scenario} FAILED (rc {rc}); the failing task:", flush=True)

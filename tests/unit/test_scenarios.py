@@ -61,9 +61,11 @@ def fake_repo(tmp_path, monkeypatch):
     molecule = bindir / "molecule"
     molecule.write_text(
         "#!/bin/sh\n"
+        'if [ "$1" = reset ]; then echo "reset $3" >> "$0.calls"; exit 0; fi\n'
         'if [ "$1" = destroy ]; then echo "destroyed $3"; '
         'printf "FAILED - RETRYING: [localhost]: Wait for instance(s) deletion\\n"; exit 0; fi\n'
         '[ "$1 $4" = "test --destroy=never" ] || { echo "unexpected: $*"; exit 3; }\n'
+        'grep -qx "reset $3" "$0.calls" || { echo "not reset before the test: $3"; exit 4; }\n'
         'echo "running $3 colour=${NO_COLOR-unset}/${PY_COLORS-unset}/${ANSIBLE_FORCE_COLOR-unset}"\n'
         'if [ "$3" = bad ]; then printf "TASK [Check it]\\nfatal: [n]: FAILED! =>\\n    msg: broken\\n"; exit 2; fi\n'
     )
