@@ -143,6 +143,27 @@ def test_host_key_checking_is_never_disabled(host):
     assert re.search(r"^\s*StrictHostKeyChecking yes$", host.file(f"{SSH_DIR}/config").content_string, re.M)
 
 
+def test_ssh_in_the_container_is_the_pinning_wrapper(host):
+    out = in_container(host, "sh", "-c", "command -v ssh; readlink /usr/local/bin/ssh")
+    assert out.stdout.split() == ["/usr/local/bin/ssh", "/root/.ssh/bin/ssh"], out.stdout
+
+
+# horovodrun 0.28 runs `ssh -o StrictHostKeyChecking=no ...`. 127.0.0.1 is not pinned under that name, so a
+# client that honours those options logs in (the control, with the real ssh) and the wrapper refuses.
+HOROVODRUN_SSH = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes"]
+
+
+def test_horovodruns_ssh_options_cannot_switch_host_key_checking_off(host):
+    if host.backend.host != MASTER:
+        pytest.skip("one machine is enough")
+    argv = [*HOROVODRUN_SSH, "-n", "-p", str(PORT), "root@127.0.0.1", "true"]
+    real = in_container(host, "/usr/bin/ssh", *argv)
+    assert real.rc == 0, f"the control must log in: {real.stderr}"
+    wrapped = in_container(host, "ssh", *argv)
+    assert wrapped.rc == 255, wrapped.stdout
+    assert "Host key verification failed" in wrapped.stderr, wrapped.stderr
+
+
 def test_sshd_comes_back_after_a_container_restart(host):
     if host.backend.host != "ssh-node-c":
         pytest.skip("restarted on one machine")
