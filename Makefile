@@ -12,6 +12,9 @@ CACHE := $(abspath .cache)
 # Each scenario builds or reuses the images it needs itself (the dependency step in its molecule.yml).
 SCENARIOS ?= nfs_server nfs_client storage docker_horovod ssh horovod_launch default
 SCENARIO ?=
+# make lab EXAMPLE=horovod [HOROVOD_EXAMPLES=/path/to/a/clone/of/horovod]
+EXAMPLE ?=
+HOROVOD_EXAMPLES ?=
 
 # Only the virtualenv is added: everything else the tools read (collections path, CA bundle, colours
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
@@ -55,9 +58,9 @@ molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (log
 
 test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
 
-lab: prepare venv ## Create the local lab (3 machines) and run the site on it, ending with a training run
+lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example
 	$(PYTHON) tools/lab.py up
-	$(PYTHON) tools/lab.py site
+	$(PYTHON) tools/lab.py site $(if $(EXAMPLE),--example $(EXAMPLE)) $(if $(HOROVOD_EXAMPLES),--examples $(HOROVOD_EXAMPLES))
 
 bench-gate: venv ## Time the inventory gate on generated inventories of 1 to 64 nodes (no host is contacted)
 	$(BIN)/python tools/bench_gate.py

@@ -8,6 +8,13 @@ reached over ssh like production hosts: a lab key is authorised in each and thei
 pinned in a known_hosts file read through ``docker exec`` (an authenticated channel), never by
 trust on first use. The CPU Horovod image travels the air-gapped way, as an archive on the share.
 
+``site`` converges the site twice and times a launch; ``site --example horovod`` then runs the
+guide's own flow: Horovod's examples checked out from a git repository on the share at tag v0.28.1
+(``--examples PATH``: a clone of Horovod's repository; by default the stand-in of
+tests/examples-standin), tensorboardX and tqdm installed through ``horovod_pip_packages`` from a
+wheel directory on the share, and ``examples/pytorch/pytorch_synthetic_benchmark.py --no-cuda`` on
+the three machines, every rank's output checked.
+
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
 ``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.
 """
@@ -15,6 +22,7 @@ trust on first use. The CPU Horovod image travels the air-gapped way, as an arch
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -285,6 +293,72 @@ def hand_typed_launch(run_name: str) -> float:
     return time.monotonic() - start
 
 
+# The guide's pip packages, pinned (tensorboardX needs protobuf >= 3.20; its newest releases refuse
+# 3.20-era generated code, so protobuf is pinned too).
+GUIDE_PIP = {"tensorboardX": "2.6.2.2", "tqdm": "4.67.1", "protobuf": "3.20.3"}
+GUIDE_TAG = "v0.28.1"
+STANDIN = REPO / "tests" / "examples-standin"
+# Options that Horovod's script and the stand-in both know; small, so three CPU ranks finish quickly.
+GUIDE_ARGS = ["--no-cuda", "--model", "resnet18", "--batch-size", "4", "--num-warmup-batches", "1",
+              "--num-batches-per-iter", "2", "--num-iters", "2"]  # fmt: skip
+
+
+def git(*argv: str) -> None:
+    run(["git", "-c", "user.name=multinode.horovod lab", "-c", "user.email=lab@example.invalid", *argv])
+
+
+def examples_repo(share: Path, source: Path | None) -> str:
+    """A git repository on the share holding Horovod's examples at GUIDE_TAG; its path in the machines."""
+    repo = share / "src" / "horovod-examples.git"
+    run(["rm", "-rf", str(repo)])
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    if source is not None:
+        # A clone of Horovod's repository: all its tags, no work tree, no submodules.
+        run(["git", "clone", "--quiet", "--mirror", str(source), str(repo)])
+        run(["git", "-C", str(repo), "rev-parse", "--verify", f"{GUIDE_TAG}^{{commit}}"])
+    else:
+        work = share / "src" / "horovod-examples-work"
+        run(["rm", "-rf", str(work)])
+        run(["cp", "-r", str(STANDIN), str(work)])
+        git("-C", str(work), "init", "--quiet", "--initial-branch=master")
+        git("-C", str(work), "add", "-A")
+        git("-C", str(work), "commit", "--quiet", "--message", "stand-in for Horovod's examples")
+        git("-C", str(work), "tag", GUIDE_TAG)
+        run(["git", "clone", "--quiet", "--mirror", str(work), str(repo)])
+        run(["rm", "-rf", str(work)])
+    return f"/data1/share/src/{repo.name}"
+
+
+def guide_example(source: Path | None) -> None:
+    """Horovod's synthetic benchmark from a checkout on the share, with the guide's pip packages."""
+    share = lab_dir() / "share"
+    repo = examples_repo(share, source)
+    wheels = share / "wheels"
+    wheels.mkdir(exist_ok=True)
+    with Timer("download the guide's pip packages into the wheel directory on the share"):
+        pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
+    run_name = time.strftime("guide-%Y%m%d-%H%M%S")
+    extra = {
+        "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
+        "docker_horovod_pip_wheel_dir": "/data1/share/wheels",
+        "horovod_launch_code_repo": repo,
+        "horovod_launch_code_version": GUIDE_TAG,
+        "horovod_launch_code_dest": "/data1/share/workspace/horovod-examples",
+        "horovod_train_command": ["python3", "examples/pytorch/pytorch_synthetic_benchmark.py", *GUIDE_ARGS],
+        "horovod_run_name": run_name,
+    }
+    wall, _, _ = playbook("-e", json.dumps(extra))
+    # Horovod's script prints on rank 0 only; every rank has its log directory, and rank 0 counts them all.
+    logs = [share / "runs" / run_name / f"rank.{rank}" / "stdout" for rank in range(len(MACHINES))]
+    missing = [str(p) for p in logs if not p.is_file()]
+    pattern = rf"^Total img/sec on {len(MACHINES)} CPU\(s\): .*$"
+    total = None if missing else re.search(pattern, logs[0].read_text(), re.MULTILINE)
+    if missing or total is None:
+        raise SystemExit(f"lab: the guide's example left no log at {missing} or no line {pattern!r} in {logs[0]}")
+    print(f"guide's example ({'Horovod ' + GUIDE_TAG if source else 'stand-in'}), {wall:.0f}s: {total.group(0)}")
+
+
 def machine_summary() -> str:
     cpus = os.cpu_count() or 0
     mem = 0
@@ -298,8 +372,12 @@ def machine_summary() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("up", "site", "down"))
+    parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
+    parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
     {"up": up, "site": site, "down": down}[args.action]()
+    if args.action == "site" and args.example == "horovod":
+        guide_example(args.examples)
     return 0
 
 
