@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "container_sshd_container_name": "horovod",
     "container_sshd_port": 12345,
     "container_sshd_listen_addresses": [],
+    "container_sshd_allow_from": [],
     "container_sshd_host_key_types": ["ed25519", "rsa"],
     "container_sshd_wait_timeout": 30,
 }
@@ -91,6 +92,32 @@ def check_listen_addresses(values: Values) -> Problems:
     return found
 
 
+def source_problem(value: object) -> str | None:
+    """Why `value` is not an address or CIDR network for ``AllowUsers root@SOURCE``, or None."""
+    fix = (
+        "use an IPv4 or IPv6 address or network such as 192.0.2.10 or 192.0.2.0/24 (sshd matches sources by "
+        "address, not by name), or leave the list empty for any source"
+    )
+    if not isinstance(value, str):
+        return f"{plain(value)!r} is not a string; {fix}"
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return f"{value!r} is not an IP address or network (no names, brackets, ports or spaces); {fix}"
+    return None
+
+
+def check_allow_from(values: Values) -> Problems:
+    variable, value = "container_sshd_allow_from", values["container_sshd_allow_from"]
+    if not isinstance(value, list):
+        return [(variable, f"{plain(value)!r} is not a list; use a list of sources such as [192.0.2.0/24], or []")]
+    found: Problems = [(variable, problem) for problem in map(source_problem, value) if problem]
+    twice = sorted({source for source in value if isinstance(source, str) and value.count(source) > 1})
+    if twice:
+        found.append((variable, f"{', '.join(twice)} is listed more than once; list each source once"))
+    return found
+
+
 def check_container_name(values: Values) -> Problems:
     problem = container_name_problem(values["container_sshd_container_name"])
     return [("container_sshd_container_name", problem)] if problem else []
@@ -113,6 +140,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_container_name,
     check_port,
     check_listen_addresses,
+    check_allow_from,
     check_host_key_types,
     check_wait_timeout,
 )

@@ -37,6 +37,8 @@ def test_left_out_variables_take_the_role_defaults() -> None:
         {"container_sshd_host_key_types": ["rsa", "ecdsa", "ed25519"]},
         {"container_sshd_listen_addresses": ["192.0.2.10", "0.0.0.0", "2001:db8::10", "[::1]", "::", "fe80::1%eth0"]},
         {"container_sshd_container_name": "my-horovod.1_a"},
+        {"container_sshd_allow_from": ["192.0.2.10", "198.51.100.0/24", "2001:db8::10", "2001:db8::/64"]},
+        {"container_sshd_allow_from": ["192.0.2.7/24"]},
     ],
 )
 def test_sound_settings_are_accepted(settings: dict[str, Any]) -> None:
@@ -100,6 +102,16 @@ BAD: list[tuple[str, Any, str]] = [
     ("container_sshd_listen_addresses", "192.0.2.10", "'192.0.2.10' is not a list"),
     ("container_sshd_listen_addresses", None, "None is not a list"),
     ("container_sshd_listen_addresses", ["192.0.2.10", "192.0.2.10"], "192.0.2.10 is listed more than once"),
+    ("container_sshd_allow_from", ["node-a"], "'node-a' is not an IP address or network"),
+    ("container_sshd_allow_from", ["node-a"], "sshd matches sources by address, not by name"),
+    ("container_sshd_allow_from", [""], "'' is not an IP address or network"),
+    ("container_sshd_allow_from", ["192.0.2.0/33"], "'192.0.2.0/33' is not an IP address or network"),
+    ("container_sshd_allow_from", ["[2001:db8::1]"], "is not an IP address or network"),
+    ("container_sshd_allow_from", ["192.0.2.10:22"], "is not an IP address or network"),
+    ("container_sshd_allow_from", ["192.0.2.*"], "is not an IP address or network"),
+    ("container_sshd_allow_from", [None], "None is not a string"),
+    ("container_sshd_allow_from", "192.0.2.10", "'192.0.2.10' is not a list"),
+    ("container_sshd_allow_from", ["192.0.2.10", "192.0.2.10"], "192.0.2.10 is listed more than once"),
     ("container_sshd_container_name", "h", "'h' is not a valid container name"),
     ("container_sshd_container_name", "-horovod", "is not a valid container name"),
     ("container_sshd_container_name", "horo vod", "is not a valid container name"),
@@ -135,7 +147,8 @@ WRONG_TYPES = [None, True, 0, -1, 1.5, "", "x", [], ["x"], [None], [{}], {}, {"x
 @pytest.mark.parametrize("value", WRONG_TYPES, ids=lambda value: type(value).__name__)
 def test_a_value_of_any_type_gives_a_problem_not_an_exception(variable: str, value: Any) -> None:
     found = rules.problems({variable: value})
-    if (variable, value) != ("container_sshd_listen_addresses", []):  # [] is every address
+    if not (variable in ("container_sshd_listen_addresses", "container_sshd_allow_from") and value == []):
+        # [] is every address, any source
         assert found, f"{variable}={value!r} was accepted"
     assert all(name == variable and isinstance(message, str) and message for name, message in found)
 
