@@ -63,7 +63,7 @@ def test_effective_sshd_config_is_key_only(host):
         "strictmodes yes",
         "authorizedkeysfile /root/.ssh/authorized_keys",
         f"listenaddress {address(host.backend.host)}:{PORT}",
-        "allowusers " + " ".join(f"root@{address(n)}" for n in NODES),
+        *(f"allowusers root@{address(n)}" for n in NODES),
         "disableforwarding yes",
         "allowtcpforwarding no",
         "allowagentforwarding no",
