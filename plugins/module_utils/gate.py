@@ -236,6 +236,13 @@ def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
     return str(host_vars.get("horovod_node_address") or host_vars.get("ansible_host") or name)
 
 
+def _is_ipv4(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).version == 4
+    except ValueError:
+        return False
+
+
 def address_problem(address: str) -> str | None:
     """Why a node address is not one host name or IPv4 address (None when it is)."""
     try:
@@ -366,6 +373,10 @@ def _agreement(nodes: Sequence[str], per_host: Mapping[str, Mapping[str, Any]], 
             )
 
 
+# Role variables site.yml takes from the inventory when set there (and derives otherwise).
+HONOURED = frozenset({"container_sshd_listen_addresses", "container_sshd_allow_from", "ssh_trust_mesh"})
+
+
 def _role_inputs(
     name: str,
     nodes: Sequence[str],
@@ -412,11 +423,27 @@ def _role_inputs(
         "container_sshd_container_name": settings["horovod_container_name"],
         "container_sshd_port": settings["horovod_ssh_port"],
     }
+    # site.yml narrows sshd to the node's cluster address and the cluster's sources, unless the
+    # inventory gives the lists. A host name is resolved on the node, so only addresses are known here.
+    ips = {node: address for node, address in addresses.items() if _is_ipv4(address)}
+    own = hostvars[name]
+    if "container_sshd_listen_addresses" in own:
+        mapped["container_sshd"]["container_sshd_listen_addresses"] = own["container_sshd_listen_addresses"]
+    elif name in ips:
+        mapped["container_sshd"]["container_sshd_listen_addresses"] = [ips[name]]
+    if "container_sshd_allow_from" in own:
+        mapped["container_sshd"]["container_sshd_allow_from"] = own["container_sshd_allow_from"]
+    elif len(ips) == len(addresses):
+        mapped["container_sshd"]["container_sshd_allow_from"] = list(dict.fromkeys(ips.values()))
+    mesh = hostvars[master].get("ssh_trust_mesh", False)
     mapped["ssh_trust"] = {
         "ssh_trust_master": master,
         "ssh_trust_nodes": [{"name": n, "address": addresses[n]} for n in nodes],
         "ssh_trust_port": settings["horovod_ssh_port"],
         "ssh_trust_container_name": settings["horovod_container_name"],
+        # Only the master's key, unless the controller is mpi or the inventory asks for the mesh.
+        "ssh_trust_mesh": hostvars[master].get("horovod_launch_controller", "gloo") == "mpi"
+        or (mesh if isinstance(mesh, bool) else str(mesh).lower() in ("true", "yes", "1", "on")),
     }
     if name == master:
         mapped["horovod_launch"] = {
@@ -595,7 +622,7 @@ def _overridden(
     found: dict[str, list[str]] = {}
     for name in nodes:
         for mapped in _role_inputs(name, nodes, master, hostvars, per_host[name]).values():
-            for variable in sorted(set(mapped) & set(hostvars[name])):
+            for variable in sorted((set(mapped) & set(hostvars[name])) - HONOURED):
                 found.setdefault(variable, []).append(name)
     for variable, hosts in sorted(found.items()):
         sources = ", ".join(s.name for s in _sources(variable)) or "the inventory groups"

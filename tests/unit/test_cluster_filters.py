@@ -196,3 +196,40 @@ def test_a_role_variable_the_site_sets_is_a_warning():
 def test_a_newline_cannot_hide_in_a_path():
     assert paths.path_problem("/data1/a\n/b") is not None
     assert paths.path_problem("/data1/share\n") is not None
+
+
+def inputs(name, hostvars):
+    """What the site hands each role on `name`, with the default settings."""
+    return gate._role_inputs(name, GOOD_GROUPS["horovod_cluster"], "node-a", hostvars, gate.settings_of({}))
+
+
+def test_sshd_is_narrowed_to_the_cluster_as_the_site_does():
+    mapped = inputs("node-b", good_hostvars())
+    assert mapped["container_sshd"]["container_sshd_listen_addresses"] == ["192.0.2.11"]
+    assert mapped["container_sshd"]["container_sshd_allow_from"] == ["192.0.2.10", "192.0.2.11", "192.0.2.12"]
+    assert mapped["ssh_trust"]["ssh_trust_mesh"] is False
+
+
+def test_a_node_given_by_name_leaves_its_addresses_to_the_nodes():
+    hostvars = good_hostvars(node_b={"ansible_host": "node-b.cluster"})
+    mapped = inputs("node-b", hostvars)
+    assert "container_sshd_listen_addresses" not in mapped["container_sshd"]
+    assert "container_sshd_allow_from" not in mapped["container_sshd"]
+
+
+@pytest.mark.parametrize(
+    ("master_vars", "mesh"),
+    [({}, False), ({"horovod_launch_controller": "mpi"}, True), ({"ssh_trust_mesh": True}, True),
+     ({"ssh_trust_mesh": "yes"}, True), ({"ssh_trust_mesh": False}, False)],
+)  # fmt: skip
+def test_the_mesh_is_on_for_mpi_or_when_asked(master_vars, mesh):
+    hostvars = good_hostvars(node_a=master_vars)
+    mapped = inputs("node-c", hostvars)
+    assert mapped["ssh_trust"]["ssh_trust_mesh"] is mesh
+
+
+def test_a_bad_sshd_source_in_the_inventory_stops_in_the_gate():
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_b={"container_sshd_allow_from": ["node-a"]}))
+    assert any("container_sshd_allow_from" in e and "'node-a' is not an IP address" in e for e in report["errors"])
+    # The site honours the inventory's lists: no "ignored" warning for them.
+    assert not any("container_sshd_allow_from" in w for w in report["warnings"])
