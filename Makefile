@@ -51,7 +51,7 @@ lint: venv ## ansible-lint (production profile), yamllint, ruff
 	$(BIN)/antsibull-changelog lint
 
 unit: venv ## Unit tests of the Python plugins and tools
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -n auto tests/unit
 
 molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (logs in .cache/logs)
 	$(PYTHON) tools/scenarios.py $(or $(SCENARIO),$(SCENARIOS))
