@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""horovod_launch's workspace tasks (the checkout of the training code), run on this machine itself.
+
+A local connection and a git repository in a temporary directory: a tag and a full commit id are
+checked out; a branch, a name that is both, a shortened id and an unknown name are refused with
+the reason; a submodule is left alone unless asked for (where it cannot be fetched, asking fails).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    not shutil.which("ansible-playbook") or not shutil.which("git"), reason="needs ansible-playbook and git"
+)
+
+
+def git(repo: Path, *argv: str) -> str:
+    cmd = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *argv]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory) -> Path:
+    """main (a branch), v1 (a tag), both (a tag and a branch), a submodule on a closed port of loopback."""
+    repo = tmp_path_factory.mktemp("origin")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "train.py").write_text("print('v1')\n")
+    (repo / ".gitmodules").write_text(
+        '[submodule "third_party/gloo"]\n\tpath = third_party/gloo\n\turl = https://127.0.0.1:9/gloo.git\n'
+    )
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},third_party/gloo")
+    git(repo, "commit", "--quiet", "-m", "v1")
+    git(repo, "tag", "v1")
+    git(repo, "tag", "both")
+    git(repo, "branch", "both")
+    return repo
+
+
+def workspace(tmp_path: Path, origin: Path, version: str, **extra: object) -> tuple[int, str]:
+    dest = tmp_path / "code"
+    book = tmp_path / "play.yml"
+    variables = {
+        "horovod_launch_share_dir": str(tmp_path),
+        "horovod_launch_command": ["python3", "train.py"],
+        "horovod_launch_code_repo": str(origin),
+        "horovod_launch_code_version": version,
+        "horovod_launch_code_dest": str(dest),
+        # git is there already (the skip above); the role would otherwise install it.
+        "horovod_launch_git_package": "git",
+        **extra,
+    }
+    tasks = [{"ansible.builtin.include_role": {"name": "multinode.horovod.horovod_launch", "tasks_from": "workspace"}}]
+    book.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "vars": variables, "tasks": tasks}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    res = subprocess.run(
+        ["ansible-playbook", str(book)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    return res.returncode, " ".join((res.stdout + res.stderr).split())
+
+
+@pytest.mark.parametrize("version", ["v1", "refs/tags/both", "full"])
+def test_a_tag_or_a_full_commit_is_checked_out_without_its_submodules(tmp_path, origin, version):
+    if version == "full":
+        version = git(origin, "rev-parse", "v1^{commit}")
+    rc, out = workspace(tmp_path, origin, version)
+    assert rc == 0, out
+    assert (tmp_path / "code" / "train.py").read_text() == "print('v1')\n"
+    assert list((tmp_path / "code" / "third_party" / "gloo").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("main", "which in ORIGIN is a branch: it moves with new commits"),
+        ("both", "names both a tag and a branch; write refs/tags/both"),
+        ("short", "is neither a tag nor a branch (a shortened commit id is not enough either)"),
+        ("v9", "'v9', which in ORIGIN is neither a tag nor a branch"),
+    ],
+)
+def test_a_ref_that_is_not_a_pin_is_refused_before_the_checkout(tmp_path, origin, version, reason):
+    if version == "short":
+        version = git(origin, "rev-parse", "--short", "v1^{commit}")
+    rc, out = workspace(tmp_path, origin, version)
+    assert rc != 0
+    assert reason.replace("ORIGIN", str(origin)) in out, out
+    assert "horovod_launch_code_version is" in out
+    assert not (tmp_path / "code").exists()
+
+
+def test_a_branch_is_followed_when_allowed(tmp_path, origin):
+    rc, out = workspace(tmp_path, origin, "main", horovod_launch_code_allow_branch=True)
+    assert rc == 0, out
+
+
+def test_submodules_are_fetched_only_when_asked(tmp_path, origin):
+    rc, out = workspace(tmp_path, origin, "v1", horovod_launch_code_recursive=True)
+    assert rc != 0
+    assert "127.0.0.1:9/gloo.git" in out, out
