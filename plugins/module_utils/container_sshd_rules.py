@@ -81,15 +81,20 @@ def address_problem(value: object) -> str | None:
     return None
 
 
-def check_listen_addresses(values: Values) -> Problems:
-    variable, value = "container_sshd_listen_addresses", values["container_sshd_listen_addresses"]
+def _check_list(values: Values, variable: str, problem_of: Callable[[object], str | None], example: str) -> Problems:
+    """A list variable's problems: not a list, an item `problem_of` refuses, or an item listed twice."""
+    value = values[variable]
     if not isinstance(value, list):
-        return [(variable, f"{plain(value)!r} is not a list; use a list of addresses such as [192.0.2.10], or []")]
-    found: Problems = [(variable, problem) for problem in map(address_problem, value) if problem]
-    twice = sorted({address for address in value if isinstance(address, str) and value.count(address) > 1})
+        return [(variable, f"{plain(value)!r} is not a list; use a list such as [{example}], or []")]
+    found: Problems = [(variable, problem) for problem in map(problem_of, value) if problem]
+    twice = sorted({item for item in value if isinstance(item, str) and value.count(item) > 1})
     if twice:
-        found.append((variable, f"{', '.join(twice)} is listed more than once; list each address once"))
+        found.append((variable, f"{', '.join(twice)} is listed more than once; list each once"))
     return found
+
+
+def check_listen_addresses(values: Values) -> Problems:
+    return _check_list(values, "container_sshd_listen_addresses", address_problem, "192.0.2.10")
 
 
 def source_problem(value: object) -> str | None:
@@ -108,14 +113,7 @@ def source_problem(value: object) -> str | None:
 
 
 def check_allow_from(values: Values) -> Problems:
-    variable, value = "container_sshd_allow_from", values["container_sshd_allow_from"]
-    if not isinstance(value, list):
-        return [(variable, f"{plain(value)!r} is not a list; use a list of sources such as [192.0.2.0/24], or []")]
-    found: Problems = [(variable, problem) for problem in map(source_problem, value) if problem]
-    twice = sorted({source for source in value if isinstance(source, str) and value.count(source) > 1})
-    if twice:
-        found.append((variable, f"{', '.join(twice)} is listed more than once; list each source once"))
-    return found
+    return _check_list(values, "container_sshd_allow_from", source_problem, "192.0.2.0/24")
 
 
 def check_container_name(values: Values) -> Problems:
