@@ -214,28 +214,27 @@ def remote(ssh: list[str], address: str, args: list[str], source: str) -> tuple[
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def local_stop(run_dir: str, grace: float) -> dict[str, object]:
-    """SIGTERM every process of the run here, SIGKILL what is left after `grace` seconds."""
-    first = run_processes(run_dir)
-    terminated = []
-    for process in first:
+def send(processes: list[dict[str, object]], signum: int) -> list[dict[str, object]]:
+    """Send `signum` to each process; those that were still there to get it."""
+    reached = []
+    for process in processes:
         try:
-            os.kill(int(process["pid"]), signal.SIGTERM)  # type: ignore[call-overload]
-            terminated.append(process)
+            os.kill(int(process["pid"]), signum)  # type: ignore[call-overload]
+            reached.append(process)
         except ProcessLookupError:
             pass
+    return reached
+
+
+def local_stop(run_dir: str, grace: float) -> dict[str, object]:
+    """SIGTERM every process of the run here, SIGKILL what is left after `grace` seconds."""
+    terminated = send(run_processes(run_dir), signal.SIGTERM)
     deadline = time.monotonic() + grace
     left = run_processes(run_dir)
     while left and time.monotonic() < deadline:
         time.sleep(TICK)
         left = run_processes(run_dir)
-    killed = []
-    for process in left:
-        try:
-            os.kill(int(process["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
-            killed.append(process)
-        except ProcessLookupError:
-            pass
+    killed = send(left, signal.SIGKILL)
     time.sleep(TICK if killed else 0)
     return {
         "host": socket.gethostname(),
