@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Run Molecule scenarios one after the other, the way `make molecule` does.
 
-For each scenario: run `molecule reset -s <scenario>`, then `molecule test -s <scenario>
+For each scenario: run `molecule destroy -s <scenario>`, then `molecule test -s <scenario>
 --destroy=never` with its output both on the terminal and in .cache/logs/<scenario>.log, then
-`molecule destroy -s <scenario>`, and time it all. The reset matters because --destroy=never also
-skips the test sequence's first destroy, which is what forgets the state of a run that never ended
-(a killed run, a rebooted machine): without it Molecule would skip `create` for instances that are gone.
+`molecule destroy -s <scenario>` again, and time it all. The first destroy matters because
+--destroy=never also skips the test sequence's own first destroy, which is what forgets the state of
+a run that never ended (a killed run, a rebooted machine): without it Molecule would skip `create`
+for instances that are gone. (Not `molecule reset`: the Docker driver's reset removes the containers
+of every scenario, also those another scenario is running on.)
 Every scenario runs even when an earlier one failed, so one run shows every failure. Nothing else is
 done here: a scenario builds or reuses the images it needs itself (its Molecule `dependency` step
 calls tools/images.py), so `molecule test -s <scenario>` typed by hand does the same. The output
@@ -63,7 +65,7 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     print(f"=== molecule scenario {scenario}", flush=True)
     failure = ""
     with logfile.open("w") as out:
-        rc = stream(["molecule", "reset", "-s", scenario], out)
+        rc = stream(["molecule", "destroy", "-s", scenario], out)
         if rc == 0:
             rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
         if rc != 0:

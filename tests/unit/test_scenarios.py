@@ -61,11 +61,10 @@ def fake_repo(tmp_path, monkeypatch):
     molecule = bindir / "molecule"
     molecule.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = reset ]; then echo "reset $3" >> "$0.calls"; exit 0; fi\n'
-        'if [ "$1" = destroy ]; then echo "destroyed $3"; '
+        'if [ "$1" = destroy ]; then echo "destroyed $3"; echo "destroyed $3" >> "$0.calls"; '
         'printf "FAILED - RETRYING: [localhost]: Wait for instance(s) deletion\\n"; exit 0; fi\n'
         '[ "$1 $4" = "test --destroy=never" ] || { echo "unexpected: $*"; exit 3; }\n'
-        'grep -qx "reset $3" "$0.calls" || { echo "not reset before the test: $3"; exit 4; }\n'
+        'grep -qx "destroyed $3" "$0.calls" || { echo "not destroyed before the test: $3"; exit 4; }\n'
         'echo "running $3 colour=${NO_COLOR-unset}/${PY_COLORS-unset}/${ANSIBLE_FORCE_COLOR-unset}"\n'
         'if [ "$3" = bad ]; then printf "TASK [Check it]\\nfatal: [n]: FAILED! =>\\n    msg: broken\\n"; exit 2; fi\n'
     )
@@ -82,7 +81,10 @@ def test_every_scenario_runs_and_the_failure_comes_last(fake_repo, capsys):
     out = capsys.readouterr().out
     assert rc == 1
     assert "running two" in out
-    assert (fake_repo / "logs" / "two.log").read_text().startswith("running two colour=1/0/false\ndestroyed two\n")
+    log = (fake_repo / "logs" / "two.log").read_text()
+    # Destroyed first (a killed earlier run leaves state behind), then tested, then destroyed again.
+    assert log.startswith("destroyed two\n")
+    assert "running two colour=1/0/false\ndestroyed two\n" in log
     tail = out[out.index("=== molecule results") :]
     assert "bad              FAILED" in tail
     assert tail.rstrip().endswith("    msg: broken")
@@ -92,11 +94,14 @@ def test_the_failure_is_shown_before_the_instances_are_destroyed(fake_repo, caps
     scenarios.main(["one", "bad", "two", "--logs", str(fake_repo / "logs")])
     out = capsys.readouterr().out
     shown = out.index("=== molecule scenario bad FAILED (rc 2); the failing task:\nTASK [Check it]")
-    assert shown < out.index("destroyed bad") < out.index("running two")
-    # Every scenario's instances are removed, whether it passed or not.
+    assert out.index("destroyed bad") < shown < out.index("destroyed bad", shown) < out.index("running two")
+    # Every scenario's instances are removed before and after, whether it passed or not.
     assert [line for line in out.splitlines() if line.startswith("destroyed")] == [
         "destroyed one",
+        "destroyed one",
         "destroyed bad",
+        "destroyed bad",
+        "destroyed two",
         "destroyed two",
     ]
 
@@ -121,7 +126,7 @@ def test_the_log_asks_for_no_colours_unless_the_caller_does(fake_repo, capsys, m
     monkeypatch.setenv("PY_COLORS", "1")
     monkeypatch.setenv("NO_COLOR", "")
     assert scenarios.main(["one", "--logs", str(fake_repo / "logs")]) == 0
-    assert (fake_repo / "logs" / "one.log").read_text().startswith("running one colour=/1/false\n")
+    assert "\nrunning one colour=/1/false\n" in (fake_repo / "logs" / "one.log").read_text()
 
 
 def test_a_scenario_builds_its_own_images_in_its_dependency_step():
