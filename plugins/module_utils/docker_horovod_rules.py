@@ -22,6 +22,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_v
     plain,
     size_bytes,
 )
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
 Problems = list[tuple[str, str]]
@@ -32,6 +33,7 @@ Values = Mapping[str, Any]
 DEFAULTS: dict[str, Any] = {
     "docker_horovod_image": "horovod/horovod:0.28.1",
     "docker_horovod_image_archive": "",
+    "docker_horovod_image_load_timeout": 900,
     "docker_horovod_container_name": "horovod",
     "docker_horovod_share_root": "/data1",
     "docker_horovod_shm_size": "16g",
@@ -128,6 +130,14 @@ def check_image_archive(values: Values) -> Problems:
         return _text(variable, value, fix)
     if value and not _normalised_file(value):
         return [(variable, f"{value!r} is not an absolute, normalised file path (no '..', '.', '//'); {fix}")]
+    return []
+
+
+def check_image_load_timeout(values: Values) -> Problems:
+    variable, value = "docker_horovod_image_load_timeout", values["docker_horovod_image_load_timeout"]
+    seconds = whole(value)
+    if seconds is None or seconds < 1:
+        return [(variable, f"{shown(value)} is not a number of seconds; use a whole number of 1 or more, e.g. 900")]
     return []
 
 
@@ -347,6 +357,7 @@ def check_env(values: Values) -> Problems:
 CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_image,
     check_image_archive,
+    check_image_load_timeout,
     check_container_name,
     check_share_root,
     check_shm_size,

@@ -348,3 +348,14 @@ def test_the_filter_prefixes_the_variable() -> None:
         "docker_horovod_shm_size: 'lots' is not a size Docker can parse; use a whole number above 0 with an optional "
         "unit b, k, m, g or t (for example 16g or 1536m)"
     ]
+
+
+@pytest.mark.parametrize("value", [0, -5, "0", "ten", 1.5, None, True])
+def test_a_load_timeout_must_be_whole_seconds(value: Any) -> None:
+    found = rules.problems({"docker_horovod_image_load_timeout": value})
+    assert [name for name, _ in found] == ["docker_horovod_image_load_timeout"], found
+    assert "is not a number of seconds; use a whole number of 1 or more" in found[0][1]
+
+
+def test_a_load_timeout_may_be_long() -> None:
+    assert rules.problems({"docker_horovod_image_load_timeout": "3600"}) == []
