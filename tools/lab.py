@@ -352,7 +352,8 @@ def guide_example(source: Path | None) -> None:
     # Horovod's script prints on rank 0 only; every rank has its log directory, and rank 0 counts them all.
     logs = [share / "runs" / run_name / f"rank.{rank}" / "stdout" for rank in range(len(MACHINES))]
     missing = [str(p) for p in logs if not p.is_file()]
-    pattern = rf"^Total img/sec on {len(MACHINES)} CPU\(s\): .*$"
+    # horovodrun prefixes each line with "[RANK]<stdout>:".
+    pattern = rf"^(?:\[0\]<stdout>:)?Total img/sec on {len(MACHINES)} CPU\(s\): .*$"
     total = None if missing else re.search(pattern, logs[0].read_text(), re.MULTILINE)
     if missing or total is None:
         raise SystemExit(f"lab: the guide's example left no log at {missing} or no line {pattern!r} in {logs[0]}")
