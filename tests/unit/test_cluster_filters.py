@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
 from checkout import load
 
@@ -233,3 +234,15 @@ def test_a_bad_sshd_source_in_the_inventory_stops_in_the_gate():
     assert any("container_sshd_allow_from" in e and "'node-a' is not an IP address" in e for e in report["errors"])
     # The site honours the inventory's lists: no "ignored" warning for them.
     assert not any("container_sshd_allow_from" in w for w in report["warnings"])
+
+
+def test_every_fact_a_role_publishes_is_known_to_the_gate():
+    """A later play's gate (preflight.yml after a launch) sees the roles' facts among the host's variables."""
+    published = set()
+    for path in gate.COLLECTION.glob("roles/*/tasks/*.yml"):
+        for task in yaml.safe_load(path.read_text()) or []:
+            for block in [task, *task.get("block", []), *task.get("rescue", []), *task.get("always", [])]:
+                facts = block.get("ansible.builtin.set_fact") or {}
+                published |= {name for name in facts if not name.startswith("_") and name != "cacheable"}
+    assert published, "no set_fact found: the test reads the wrong files"
+    assert published <= set(gate.ROLE_FACTS), published - set(gate.ROLE_FACTS)
