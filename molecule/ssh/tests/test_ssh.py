@@ -44,7 +44,8 @@ def test_sshd_listens_on_the_cluster_address_only(host):
     mine = address(host.backend.host)
     others = ["127.0.0.1"] + [a for a in host.check_output("hostname -I").split() if a != mine and ":" not in a]
     for other in others:
-        out = in_container(host, "python3", "-c", f"import socket; socket.create_connection(('{other}', {PORT}), 5)")
+        # in_container quotes each argument in single quotes: the program uses double ones.
+        out = in_container(host, "python3", "-c", f'import socket; socket.create_connection(("{other}", {PORT}), 5)')
         assert out.rc == 1 and "ConnectionRefusedError" in out.stderr, (other, out.stderr)
 
 
