@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,7 +82,9 @@ def test_status_tells_each_state(tmp_path):
 def test_status_sees_a_running_launcher(tmp_path):
     run = make_run(tmp_path, "live", started=str(int(time.time()) - 5))
     (run / "horovod-launch.sh").write_text("sleep 30\n")
-    launcher = subprocess.Popen(["sh", str(run / "horovod-launch.sh")])
+    # Its own session: the kill below reaches sh and the child it forks (which carries sh's command
+    # line until it has exec'd sleep, a window a busy machine can stretch).
+    launcher = subprocess.Popen(["sh", str(run / "horovod-launch.sh")], start_new_session=True)
     try:
         deadline = time.monotonic() + 10
         while not helper.launcher_running(str(run)) and time.monotonic() < deadline:
@@ -91,8 +94,11 @@ def test_status_sees_a_running_launcher(tmp_path):
         assert status["rc"] is None
         assert status["duration_s"] >= 5
     finally:
-        launcher.kill()
+        os.killpg(launcher.pid, signal.SIGKILL)
         launcher.wait()
+    deadline = time.monotonic() + 10
+    while helper.launcher_running(str(run)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert helper.status(str(tmp_path))[0]["state"] == "interrupted"
 
 
