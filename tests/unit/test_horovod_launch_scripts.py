@@ -131,3 +131,107 @@ def test_probe_finds_launchers(monkeypatch, tmp_path):
         "/usr/bin/python3 /usr/local/bin/horovodrun -np 2",
         "sh /data1/share/runs/r1/horovod-launch.sh",
     ]
+
+
+def fake_horovodrun(directory, rc=0, text="Horovod v0.28.1:\n[X] PyTorch\n[X] Gloo\n"):
+    """A horovodrun on PATH that counts its calls in directory/calls."""
+    script = directory / "horovodrun"
+    script.write_text(f"#!/bin/sh\necho x >> {directory}/calls\nprintf '{text}'\nexit {rc}\n")
+    script.chmod(0o755)
+    return directory / "calls"
+
+
+def test_check_build_is_kept_until_the_packages_change(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = fake_horovodrun(bindir)
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setattr(probe.sys, "path", [str(site)])
+    cache = str(tmp_path / "cache" / "check-build.json")
+    first = probe.check_build(cache)
+    assert first["rc"] == 0 and "[X] Gloo" in first["stdout"] and first["cached"] is False
+    again = probe.check_build(cache)
+    assert again["cached"] is True and again["stdout"] == first["stdout"]
+    assert calls.read_text().count("x") == 1
+    # A package installed (a new entry in site-packages) asks horovodrun again.
+    time.sleep(0.01)
+    (site / "newpkg").mkdir()
+    assert probe.check_build(cache)["cached"] is False
+    assert calls.read_text().count("x") == 2
+
+
+def test_check_build_failure_is_never_kept(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = fake_horovodrun(bindir, rc=3, text="boom\n")
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    cache = str(tmp_path / "check-build.json")
+    assert probe.check_build(cache)["rc"] == 3
+    assert probe.check_build(cache) == {"rc": 3, "stdout": "boom\n", "stderr": "", "cached": False}
+    assert calls.read_text().count("x") == 2
+
+
+def test_check_build_without_horovodrun(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = probe.check_build(str(tmp_path / "c.json"))
+    assert result["rc"] == 127 and "not found" in result["stderr"]
+
+
+def test_survey_probes_the_other_hosts_over_ssh_in_parallel(tmp_path):
+    # A stand-in for ssh: `fakessh ADDRESS COMMAND` notes that it starts, waits a second, runs
+    # COMMAND here and notes that it ends; the probe's code arrives on stdin as over the real ssh.
+    ssh = tmp_path / "fakessh"
+    log = tmp_path / "asked"
+    ssh.write_text(f'#!/bin/sh\necho "start $1" >> {log}\nsleep 1\na=$1\nshift\nsh -c "$*"\necho "end $a" >> {log}\n')
+    ssh.chmod(0o755)
+    code = (FILES / "horovod_probe.py").read_text()
+    hosts = ["--host=me=127.0.0.1", "--host=b=198.51.100.1", "--host=c=198.51.100.2", "--host=d=198.51.100.3"]
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--path=/", f"--ssh-argv={json.dumps([str(ssh)])}", *hosts],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    assert report["local_names"] == ["me"]
+    events = log.read_text().split("\n")[:-1]
+    assert sorted(events) == sorted(f"{e} 198.51.100.{i}" for e in ("start", "end") for i in (1, 2, 3))
+    remotes = {r["name"]: r for r in report["remotes"]}
+    assert sorted(remotes) == ["b", "c", "d"]
+    for name, address in [("b", "198.51.100.1"), ("c", "198.51.100.2"), ("d", "198.51.100.3")]:
+        assert remotes[name]["rc"] == 0, remotes[name]["stderr"]
+        assert remotes[name]["address"] == address
+        answer = json.loads(remotes[name]["stdout"])
+        # The other host was asked about its own address, and for the share.
+        assert list(answer["addresses"]) == [address] and answer["missing_paths"] == []
+    assert "check_build" not in report
+    # The three hosts are asked at the same time: every one started before the first one ended.
+    assert all(e.startswith("start") for e in events[:3]), events
+
+
+def test_survey_reports_a_host_that_does_not_answer(tmp_path):
+    ssh = tmp_path / "deadssh"
+    ssh.write_text("#!/bin/sh\necho 'ssh: connect to host 192.0.2.9 port 12345: Connection refused' >&2\nexit 255\n")
+    ssh.chmod(0o755)
+    report = probe.survey([("a", "127.0.0.1"), ("z", "192.0.2.9")], ["/"], [str(ssh)], 10, with_build=False)
+    assert report["remotes"] == [
+        {
+            "name": "z",
+            "address": "192.0.2.9",
+            "rc": 255,
+            "stdout": "",
+            "stderr": "ssh: connect to host 192.0.2.9 port 12345: Connection refused\n",
+        }
+    ]
+
+
+def test_host_entries_are_name_equals_address():
+    assert probe.host_entry("node-1=10.0.0.1") == ("node-1", "10.0.0.1")
+    for bad in ["10.0.0.1", "=10.0.0.1", "node="]:
+        try:
+            probe.host_entry(bad)
+        except probe.argparse.ArgumentTypeError:
+            continue
+        raise AssertionError(bad)

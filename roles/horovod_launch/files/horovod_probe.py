@@ -3,13 +3,18 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Describe this Horovod container for the preflight of multinode.horovod.horovod_launch.
 
-Runs inside a node's Horovod container (``python3 -`` with this file on stdin, locally through
-``docker exec`` on the master, over the containers' ssh on the other nodes) and prints one JSON
-object: hostname, Horovod version, IPv4 addresses per interface, for each given address the
-interface here that holds it (so, whether it is this node), the size of /dev/shm, missing
-directories, the horovodrun launchers running here and every process of the container but the
-probe itself and its ancestors (the docker exec or ssh session that runs it), which the role sorts
-into idle ones and jobs (plugins/module_utils/jobs.py). It only reads; Python's standard library suffices.
+Runs inside a node's Horovod container and prints one JSON object: hostname, Horovod version, IPv4
+addresses per interface, for each given address the interface here that holds it (so, whether it
+is this node), the size of /dev/shm, missing directories, the horovodrun launchers running here and
+every process of the container but the probe itself and its ancestors (the docker exec or ssh
+session that runs it), which the role sorts into idle ones and jobs (plugins/module_utils/jobs.py).
+
+On the master the role runs it once (``python3 -c CODE``, through ``docker exec``) with the cluster's
+hosts (``--host NAME=ADDRESS``): it probes here, tells which hosts are this one, and probes every
+other host at the same time over the containers' ssh (``python3 -`` with this code on stdin there);
+with ``--check-build`` it adds ``horovodrun --check-build``, whose answer it keeps in
+CHECK_BUILD_CACHE until the installed packages change (importing every framework takes seconds).
+It only reads, but for that cache; Python's standard library suffices.
 """
 
 from __future__ import annotations
@@ -20,12 +25,19 @@ import fcntl
 import json
 import os
 import re
+import shlex
+import shutil
 import socket
 import struct
+import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
 SIOCGIFADDR = 0x8915
+# Where the answer of `horovodrun --check-build` is kept, in the container (a new container, from a
+# new image, starts without it).
+CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
 
 # The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
 # environment (which may hold secrets) on its ranks' command lines. The same pattern as
@@ -148,12 +160,128 @@ def probe(addresses: list[str], paths: list[str]) -> dict[str, object]:
     }
 
 
+def own_source() -> str:
+    """This program's code: run as ``python3 -c CODE``, CODE is the third item of its cmdline."""
+    try:
+        with open(f"/proc/{os.getpid()}/cmdline", "rb") as handle:
+            argv = [a.decode() for a in handle.read().split(b"\0")]
+    except OSError:
+        argv = []
+    if len(argv) > 2 and argv[1] == "-c":
+        return argv[2]
+    with open(__file__) as handle:
+        return handle.read()
+
+
+def build_key() -> dict[str, object]:
+    """What the answer of `horovodrun --check-build` depends on: Horovod's version, the horovodrun
+    found on PATH and the directories Python imports from (installing or removing a package
+    changes its directory's modification time)."""
+    horovodrun = shutil.which("horovodrun") or ""
+    stamps = {}
+    for path in [horovodrun, *sys.path]:
+        if path and os.path.exists(path):
+            info = os.stat(path)
+            stamps[path] = [info.st_mtime_ns, info.st_size, info.st_ino]
+    return {"horovod_version": horovod_version(), "horovodrun": horovodrun, "stamps": stamps}
+
+
+def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[str, object]:
+    """rc, stdout and stderr of `horovodrun --check-build`, from the cache when nothing it depends
+    on changed since a run that succeeded (a failure is asked again every time)."""
+    key = build_key()
+    try:
+        with open(cache) as handle:
+            kept = json.load(handle)
+        if kept.get("key") == key:
+            return {**kept["result"], "cached": True}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    try:
+        proc = subprocess.run(
+            ["horovodrun", "--check-build"], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        result = {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+    except FileNotFoundError:
+        result = {"rc": 127, "stdout": "", "stderr": "horovodrun: command not found"}
+    except subprocess.TimeoutExpired:
+        result = {"rc": 124, "stdout": "", "stderr": f"horovodrun --check-build gave no answer within {timeout:.0f} s"}
+    if result["rc"] == 0:
+        try:
+            os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+            with open(cache + ".new", "w") as handle:
+                json.dump({"key": key, "result": result}, handle)
+            os.replace(cache + ".new", cache)
+        except OSError:
+            pass
+    return {**result, "cached": False}
+
+
+def probe_remote(ssh: list[str], address: str, paths: list[str], source: str, timeout: float) -> dict[str, object]:
+    """Run this program in the container at `address` over the containers' ssh; its rc and output."""
+    args = ["--address", address] + [word for path in paths for word in ("--path", path)]
+    command = "python3 - " + " ".join(shlex.quote(a) for a in args)
+    try:
+        proc = subprocess.run(
+            [*ssh, address, command], input=source, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"rc": 124, "stdout": "", "stderr": f"no answer within {timeout:.0f} s"}
+    return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+
+def survey(
+    hosts: list[tuple[str, str]], paths: list[str], ssh: list[str], timeout: float, with_build: bool
+) -> dict[str, object]:
+    """Probe here, tell which hosts are this one, and probe every other host in parallel."""
+    local = probe([address for _, address in hosts], paths)
+    addresses = local["addresses"]
+    local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
+    others = [(name, address) for name, address in hosts if name not in local_names]
+    source = own_source() if others else ""
+    # `horovodrun --check-build` (seconds when not cached) runs while the other hosts answer.
+    with ThreadPoolExecutor(max_workers=min(32, len(others)) + 1) as pool:
+        build = pool.submit(check_build) if with_build else None
+
+        def ask(host: tuple[str, str]) -> dict[str, object]:
+            return {"name": host[0], "address": host[1], **probe_remote(ssh, host[1], paths, source, timeout)}
+
+        remotes = list(pool.map(ask, others))
+    report: dict[str, object] = {
+        "local": local,
+        "local_names": local_names,
+        "remotes": remotes,
+    }
+    if build is not None:
+        report["check_build"] = build.result()
+    return report
+
+
+def host_entry(text: str) -> tuple[str, str]:
+    name, sep, address = text.rpartition("=")
+    if not sep or not name or not address:
+        raise argparse.ArgumentTypeError(f"not NAME=ADDRESS: {text!r}")
+    return name, address
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--address", action="append", default=[], help="an address to resolve and locate here")
     parser.add_argument("--path", action="append", default=[], help="a directory that must exist here")
+    parser.add_argument(
+        "--host", action="append", default=[], type=host_entry, help="NAME=ADDRESS of a host of the run (on the master)"
+    )
+    parser.add_argument("--ssh-argv", default="[]", help="JSON list: the ssh command that reaches the other hosts")
+    parser.add_argument("--remote-timeout", type=float, default=90, help="seconds one other host may take to answer")
+    parser.add_argument("--check-build", action="store_true", help="add horovodrun --check-build (cached)")
     args = parser.parse_args(argv)
-    print(json.dumps(probe(args.address, args.path), sort_keys=True))
+    if args.host:
+        report = survey(args.host, args.path, json.loads(args.ssh_argv), args.remote_timeout, args.check_build)
+    else:
+        report = probe(args.address, args.path)
+        if args.check_build:
+            report["check_build"] = check_build()
+    print(json.dumps(report, sort_keys=True))
     return 0
 
 
