@@ -85,6 +85,59 @@ def device_specs(devices: Iterable[Mapping[str, Any]]) -> list[str]:
     return specs
 
 
+def _familiar(reference: str) -> str:
+    """An image name as `docker save` records it: without Docker Hub's registry and library/."""
+    for prefix in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
+        if reference.startswith(prefix):
+            reference = reference[len(prefix) :]
+            break
+    else:
+        return reference
+    return reference[len("library/") :] if reference.startswith("library/") else reference
+
+
+def archive_problem(archive: Mapping[str, Any], image: str, path: str, checksum: str = "") -> str:
+    """Why the `docker save` archive at `path` (what multinode.horovod.image_archive_info read) may
+    not be loaded for `image`, or "" when it may.
+
+    It must hold exactly one image, tagged `image` and nothing else (`docker load` applies every tag
+    in it, so another tag would silently move an image this role does not own), and, when `checksum`
+    (``sha256:<hex>``) is given and the module computed the archive's sha256, match it.
+    """
+    images = list(archive.get("images") or [])
+    reference = image_reference(image) or {"name": image, "tag": "", "digest": ""}
+    wanted = _familiar(f"{reference['name']}:{reference['tag']}") if reference["tag"] else ""
+    if len(images) != 1:
+        held = "; ".join(f"{i['id'][:19]} ({', '.join(i['repo_tags']) or 'untagged'})" for i in images) or "none"
+        return (
+            f"{path} holds {len(images)} images ({held}), not one: docker load would tag them all. "
+            f"Save docker_horovod_image alone (docker save -o ARCHIVE {image})."
+        )
+    tags = [_familiar(str(tag)) for tag in images[0]["repo_tags"]]
+    if wanted and wanted not in tags:
+        return (
+            f"{path} holds an image tagged {', '.join(tags) or '(none)'}, not docker_horovod_image {image}. "
+            f"Set docker_horovod_image to the image in the archive, or point docker_horovod_image_archive at an "
+            f"archive of {image} alone (docker save -o ARCHIVE {image})."
+        )
+    if wanted and tags != [wanted]:
+        others = ", ".join(tag for tag in tags if tag != wanted)
+        return (
+            f"{path} also tags {others} besides docker_horovod_image {image}: docker load would apply every tag "
+            f"in it and move images this role does not own. Save the image under that one tag "
+            f"(docker save -o ARCHIVE {image})."
+        )
+    computed = str(archive.get("sha256") or "")
+    expected = checksum.lower().removeprefix("sha256:") if checksum else ""
+    if expected and computed and computed != expected:
+        return (
+            f"{path} has the sha256 {computed}, but docker_horovod_image_archive_checksum is sha256:{expected}: "
+            f"the archive is not the one that was published (changed or truncated). Nothing was loaded. Put "
+            f"the published archive there, or set the checksum of the archive you trust (sha256sum ARCHIVE)."
+        )
+    return ""
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -99,4 +152,5 @@ class FilterModule:
             "docker_horovod_pip_missing": pip_missing,
             "docker_horovod_bind_specs": bind_specs,
             "docker_horovod_device_specs": device_specs,
+            "docker_horovod_archive_problem": archive_problem,
         }

@@ -33,6 +33,7 @@ Values = Mapping[str, Any]
 DEFAULTS: dict[str, Any] = {
     "docker_horovod_image": "horovod/horovod:0.28.1",
     "docker_horovod_image_archive": "",
+    "docker_horovod_image_archive_checksum": "",
     "docker_horovod_image_load_timeout": 900,
     "docker_horovod_container_name": "horovod",
     "docker_horovod_share_root": "/data1",
@@ -57,6 +58,7 @@ IMAGE_FIX = (
     "use [registry/]name:tag with a pinned tag other than latest, so that every machine runs the same image "
     "(for example horovod/horovod:0.28.1)"
 )
+SHA256_RE = re.compile(r"sha256:[0-9a-fA-F]{64}")
 PIP_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 PIP_VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 PIP_EXAMPLE = "{name: tqdm, version: 4.66.1}"
@@ -130,6 +132,25 @@ def check_image_archive(values: Values) -> Problems:
         return _text(variable, value, fix)
     if value and not _normalised_file(value):
         return [(variable, f"{value!r} is not an absolute, normalised file path (no '..', '.', '//'); {fix}")]
+    return []
+
+
+def check_image_archive_checksum(values: Values) -> Problems:
+    variable, value = "docker_horovod_image_archive_checksum", values["docker_horovod_image_archive_checksum"]
+    fix = 'use "sha256:" and the 64 hex digits that sha256sum prints for the archive, or "" for no check'
+    if not isinstance(value, str):
+        return _text(variable, value, fix)
+    if value and not SHA256_RE.fullmatch(value):
+        return [(variable, f"{value!r} is not a sha256 checksum; {fix}")]
+    if value and not values["docker_horovod_image_archive"]:
+        return [
+            (
+                variable,
+                f"{value!r} is set but docker_horovod_image_archive is empty: only an archive is checked "
+                "(a pulled image is verified by its registry); set docker_horovod_image_archive, or leave "
+                "the checksum empty",
+            )
+        ]
     return []
 
 
@@ -357,6 +378,7 @@ def check_env(values: Values) -> Problems:
 CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_image,
     check_image_archive,
+    check_image_archive_checksum,
     check_image_load_timeout,
     check_container_name,
     check_share_root,

@@ -80,6 +80,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("horovod_nfs_mount_options", "list", ["nfsvers=4.2", "hard", "_netdev", "noatime"], ("nfs_client_mounts",)),
     Setting("horovod_image", "str", "horovod/horovod:0.28.1", ("docker_horovod_image",)),
     Setting("horovod_image_archive", "str", "", ("docker_horovod_image_archive",)),
+    Setting("horovod_image_archive_checksum", "str", "", ("docker_horovod_image_archive_checksum",)),
     Setting(
         "horovod_container_name",
         "str",
@@ -413,6 +414,7 @@ def _role_inputs(
     mapped["docker_horovod"] = {
         "docker_horovod_image": settings["horovod_image"],
         "docker_horovod_image_archive": settings["horovod_image_archive"],
+        "docker_horovod_image_archive_checksum": settings["horovod_image_archive_checksum"],
         "docker_horovod_container_name": settings["horovod_container_name"],
         "docker_horovod_share_root": settings["horovod_share_root"],
         "docker_horovod_shm_size": settings["horovod_shm_size"],

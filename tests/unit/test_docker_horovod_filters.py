@@ -237,4 +237,5 @@ def test_filter_names() -> None:
         "docker_horovod_pip_missing",
         "docker_horovod_bind_specs",
         "docker_horovod_device_specs",
+        "docker_horovod_archive_problem",
     }

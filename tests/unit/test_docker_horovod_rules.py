@@ -34,6 +34,7 @@ def good(ca_bundle: str) -> dict[str, Any]:
         **defaults(),
         "docker_horovod_image": "registry.example.org:5000/ml/horovod:0.28.1-cpu@sha256:" + "a" * 64,
         "docker_horovod_image_archive": "/data1/share/images/horovod-0.28.1.tar",
+        "docker_horovod_image_archive_checksum": "sha256:" + "0123456789abcdefABCDEF" * 2 + "0123456789abcdefABCD",
         "docker_horovod_container_name": "horovod.node_1-a",
         "docker_horovod_share_root": "/srv/share",
         "docker_horovod_shm_size": "1536m",
@@ -136,6 +137,13 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_image_archive", "/", "is not an absolute, normalised file path"),
     ("docker_horovod_image_archive", "/data1/h.tar\n", "is not an absolute, normalised file path"),
     ("docker_horovod_image_archive", None, "None is not a string; use the absolute path of a docker save archive"),
+    ("docker_horovod_image_archive_checksum", "abc", "'abc' is not a sha256 checksum; use \"sha256:\" and the 64"),
+    ("docker_horovod_image_archive_checksum", "a" * 64, "is not a sha256 checksum"),
+    ("docker_horovod_image_archive_checksum", "sha256:" + "a" * 63, "is not a sha256 checksum"),
+    ("docker_horovod_image_archive_checksum", "sha256:" + "g" * 64, "is not a sha256 checksum"),
+    ("docker_horovod_image_archive_checksum", "md5:" + "a" * 32, "is not a sha256 checksum"),
+    ("docker_horovod_image_archive_checksum", "sha256:" + "a" * 64 + "\n", "is not a sha256 checksum"),
+    ("docker_horovod_image_archive_checksum", None, "None is not a string"),
     ("docker_horovod_container_name", "h", "'h' is not a valid container name"),
     ("docker_horovod_container_name", "-horovod", "is not a valid container name"),
     ("docker_horovod_container_name", "/horovod", "is not a valid container name"),
@@ -359,3 +367,15 @@ def test_a_load_timeout_must_be_whole_seconds(value: Any) -> None:
 
 def test_a_load_timeout_may_be_long() -> None:
     assert rules.problems({"docker_horovod_image_load_timeout": "3600"}) == []
+
+
+def test_a_checksum_needs_an_archive() -> None:
+    found = rules.problems({"docker_horovod_image_archive_checksum": "sha256:" + "a" * 64})
+    assert found == [
+        (
+            "docker_horovod_image_archive_checksum",
+            f"'sha256:{'a' * 64}' is set but docker_horovod_image_archive is empty: only an archive is checked "
+            "(a pulled image is verified by its registry); set docker_horovod_image_archive, or leave the "
+            "checksum empty",
+        )
+    ]
