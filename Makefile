@@ -16,11 +16,16 @@ SCENARIO ?=
 EXAMPLE ?=
 HOROVOD_EXAMPLES ?=
 
+# make test runs each scenario's CI set; make test-all (MNH_TESTS=all) adds the long fault and
+# operations tests the scenarios mark as such (README "Tests").
+MNH_TESTS ?=
+export MNH_TESTS
+
 # Only the virtualenv is added: everything else the tools read (collections path, CA bundle, colours
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test lab lab-down bench-gate clean
+.PHONY: help prepare venv images lint unit molecule test test-all lab lab-down bench-gate clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -57,6 +62,10 @@ molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (log
 	$(PYTHON) tools/scenarios.py $(or $(SCENARIO),$(SCENARIOS))
 
 test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
+	@echo "make test finished; make test-all adds the long fault and operations tests (MNH_TESTS=all)"
+
+test-all: MNH_TESTS = all
+test-all: lint unit molecule ## make test and the long fault and operations tests (before resolving an issue that needs them)
 
 lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example
 	$(PYTHON) tools/lab.py up

@@ -84,6 +84,14 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     return rc == 0, took, logfile, failure
 
 
+def scope(environ: Mapping[str, str]) -> str:
+    """Which tests the scenarios run: MNH_TESTS=all adds the long fault and operations tests that
+    scenarios import only then (make test-all); anything else is the CI set (make test)."""
+    if environ.get("MNH_TESTS", "") == "all":
+        return "tests: all (MNH_TESTS=all: with the long fault and operations tests)"
+    return "tests: the CI set (MNH_TESTS=all, as make test-all sets it, adds the long fault and operations tests)"
+
+
 def plain_env(environ: Mapping[str, str]) -> dict[str, str]:
     """environ, asking Molecule, Ansible and pytest for no colour codes unless it says otherwise."""
     return {**PLAIN_OUTPUT, **environ}
@@ -120,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no such scenario: {', '.join(unknown)} (see molecule/*/molecule.yml)")
     logdir = Path(args.logs)
     logdir.mkdir(parents=True, exist_ok=True)
+    print(f"=== {scope(os.environ)}", flush=True)
     results = [(s, *run(s, logdir)) for s in args.scenarios]
     print("\n=== molecule results", flush=True)
     for scenario, ok, took, logfile, _failure in results:

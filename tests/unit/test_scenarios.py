@@ -150,3 +150,9 @@ def test_a_scenario_builds_its_own_images_in_its_dependency_step():
         assert images <= set(command[2:]), f"{molecule_yml}: the dependency step does not build {images}"
         sequence = config.get("scenario", {}).get("test_sequence")
         assert sequence is None or sequence[0] == "dependency", f"{molecule_yml}: test_sequence skips dependency"
+
+
+def test_scope_names_what_runs():
+    assert scenarios.scope({"MNH_TESTS": "all"}).startswith("tests: all")
+    assert scenarios.scope({}).startswith("tests: the CI set")
+    assert scenarios.scope({"MNH_TESTS": "yes"}).startswith("tests: the CI set")
