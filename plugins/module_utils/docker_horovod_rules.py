@@ -76,6 +76,16 @@ def _text(variable: str, value: object, fix: str) -> Problems:
     return [(variable, f"{plain(value)!r} is not a string; {fix}")]
 
 
+def _shaped(variable: str, value: object, pattern: re.Pattern[str], what: str, fix: str) -> Problems:
+    """A problem when `value` is not a string, or is a non-empty one that `pattern` does not match
+    whole ("" is allowed: the option is off)."""
+    if not isinstance(value, str):
+        return _text(variable, value, fix)
+    if value and not pattern.fullmatch(value):
+        return [(variable, f"{value!r} is not {what}; {fix}")]
+    return []
+
+
 def _normalised_file(value: str) -> bool:
     """Whether `value` has the shape of an absolute, normalised path of a file."""
     return (
@@ -138,10 +148,9 @@ def check_image_archive(values: Values) -> Problems:
 def check_image_archive_checksum(values: Values) -> Problems:
     variable, value = "docker_horovod_image_archive_checksum", values["docker_horovod_image_archive_checksum"]
     fix = 'use "sha256:" and the 64 hex digits that sha256sum prints for the archive, or "" for no check'
-    if not isinstance(value, str):
-        return _text(variable, value, fix)
-    if value and not SHA256_RE.fullmatch(value):
-        return [(variable, f"{value!r} is not a sha256 checksum; {fix}")]
+    shape = _shaped(variable, value, SHA256_RE, "a sha256 checksum", fix)
+    if shape:
+        return shape
     if value and not values["docker_horovod_image_archive"]:
         return [
             (
@@ -290,11 +299,7 @@ def check_pip_packages(values: Values) -> Problems:
 def check_pip_index_url(values: Values) -> Problems:
     variable, value = "docker_horovod_pip_index_url", values["docker_horovod_pip_index_url"]
     fix = 'use an http(s) URL such as https://pypi.org/simple, or "" to keep the image\'s pip configuration'
-    if not isinstance(value, str):
-        return _text(variable, value, fix)
-    if value and not URL_RE.fullmatch(value):
-        return [(variable, f"{value!r} is not an http(s) URL; {fix}")]
-    return []
+    return _shaped(variable, value, URL_RE, "an http(s) URL", fix)
 
 
 def check_pip_wheel_dir(values: Values) -> Problems:
