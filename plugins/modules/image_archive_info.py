@@ -141,9 +141,7 @@ def main() -> None:
     path = module.params["path"]
     try:
         result = describe(path, module.params["checksum"], module.params["loaded_image_id"])
-    except ArchiveError as err:
-        module.fail_json(msg=f"{path}: {err}")
-    except OSError as err:
+    except (ArchiveError, OSError) as err:
         module.fail_json(msg=f"{path}: {err}")
     module.exit_json(changed=False, **result)
 
