@@ -10,7 +10,7 @@ BIN := $(abspath $(VENV))/bin
 CACHE := $(abspath .cache)
 # Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
 # Each scenario builds or reuses the images it needs itself (the dependency step in its molecule.yml).
-SCENARIOS ?= nfs_server nfs_client storage docker_horovod ssh horovod_launch default
+SCENARIOS ?= nfs storage docker_horovod horovod_launch default
 SCENARIO ?=
 # make lab EXAMPLE=horovod [HOROVOD_EXAMPLES=/path/to/a/clone/of/horovod]
 EXAMPLE ?=

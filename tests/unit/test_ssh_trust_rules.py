@@ -142,14 +142,16 @@ def test_any_value_of_any_input_gives_problems_not_exceptions(value):
         rules.problems({**GOOD, name: value})
 
 
-def test_messages_match_the_ssh_scenario():
-    """molecule/ssh/bad_input.yml expects these words of the role (through role_problems)."""
-    cases = yaml.safe_load((REPO / "molecule/ssh/bad_input.yml").read_text())[0]["vars"]["ssh_test_cases"]
+def test_messages_match_the_ssh_tests_of_the_launch_scenario():
+    """molecule/horovod_launch/ssh_bad_input.yml expects these words of the role (through role_problems)."""
+    cases = yaml.safe_load((REPO / "molecule/horovod_launch/ssh_bad_input.yml").read_text())[0]["vars"][
+        "ssh_test_cases"
+    ]
     expected = {case["expect"] for case in cases if case["role"] == "ssh_trust"}
     nodes = [A, B]
     seen = {
         "\n".join(role_problems({**GOOD, "ssh_trust_nodes": []}, "ssh_trust")),
-        "\n".join(role_problems({**GOOD, "ssh_trust_nodes": [A, {"name": "ssh-node-b"}]}, "ssh_trust")),
+        "\n".join(role_problems({**GOOD, "ssh_trust_nodes": [A, {"name": "launch-b"}]}, "ssh_trust")),
         "\n".join(role_problems({**GOOD, "ssh_trust_port": 70000}, "ssh_trust")),
         "\n".join(role_problems({**GOOD, "ssh_trust_nodes": nodes, "ssh_trust_master": "node-z"}, "ssh_trust")),
     }

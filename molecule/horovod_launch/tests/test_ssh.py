@@ -1,6 +1,6 @@
 """Checks, from outside the roles, that the containers trust each other the way issues 4 and 12 ask.
 
-Every test runs on each machine of the scenario (ssh-node-a is the master, the only node with a key:
+Every test runs on each machine of the scenario (launch-a is the master, the only node with a key:
 ssh_trust_mesh is false)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import testinfra
 PORT = 12345
 SSHD_DIR = "/etc/multinode-horovod/sshd"
 SSH_DIR = "/etc/multinode-horovod/ssh"
-MASTER = "ssh-node-a"
-NODES = ["ssh-node-a", "ssh-node-b", "ssh-node-c"]
+MASTER = "launch-a"
+NODES = ["launch-a", "launch-b", "launch-c"]
 FOREIGN_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAILRhUlCl2AN8II5UmpT81EseKUR7QfTu1EFSDPAHyshr"
 
 
@@ -111,7 +111,7 @@ def test_the_key_is_refused_from_outside_the_cluster(host):
 def test_forwarding_is_refused(host):
     if host.backend.host != MASTER:
         pytest.skip("only the master holds a key")
-    target = "ssh-node-b"
+    target = "launch-b"
     tcp = in_container(host, "ssh", "-o", "BatchMode=yes", "-W", f"{address(target)}:{PORT}", target)
     assert tcp.rc == 255 and "administratively prohibited" in tcp.stderr, tcp.stderr
     remote = in_container(
@@ -155,7 +155,7 @@ def test_name_entry_is_pinned_without_the_client_config(host, target):
 
 
 def test_password_login_is_refused(host):
-    target = address("ssh-node-b")
+    target = address("launch-b")
     for method in ("password", "keyboard-interactive"):
         out = in_container(
             host, "ssh", "-n", "-F", "/dev/null", "-p", str(PORT), "-o", "BatchMode=yes",
@@ -229,12 +229,12 @@ def test_horovodruns_ssh_options_cannot_switch_host_key_checking_off(host):
 
 
 def test_sshd_comes_back_after_a_container_restart(host):
-    if host.backend.host != "ssh-node-c":
+    if host.backend.host != "launch-c":
         pytest.skip("restarted on one machine")
     host.run_test("docker restart horovod")
     for _ in range(30):
-        if in_container(machine(MASTER), "ssh", "-n", "-o", "BatchMode=yes", "ssh-node-c", "true").rc == 0:
+        if in_container(machine(MASTER), "ssh", "-n", "-o", "BatchMode=yes", "launch-c", "true").rc == 0:
             break
         time.sleep(1)
     else:
-        pytest.fail("sshd in ssh-node-c's container did not come back within 30 s")
+        pytest.fail("sshd in launch-c's container did not come back within 30 s")

@@ -1,5 +1,8 @@
 """Effects of nfs_client on a container host (fstab only: this kernel cannot mount NFS)."""
 
+# The scenario has both roles' hosts; these tests are about nfs-client-host only.
+testinfra_hosts = ["ansible://nfs-client-host"]
+
 
 def nfs_lines(host):
     return [line.split() for line in host.file("/etc/fstab").content_string.splitlines() if " nfs " in line]

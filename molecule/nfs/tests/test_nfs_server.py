@@ -1,5 +1,8 @@
 """Effects of nfs_server on a container host (no kernel NFS: exportfs updates its table only)."""
 
+# The scenario has both roles' hosts; these tests are about nfs-server-host only.
+testinfra_hosts = ["ansible://nfs-server-host"]
+
 EXPORTS = "/etc/exports.d/multinode-horovod.exports"
 
 
