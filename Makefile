@@ -6,6 +6,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV ?= .venv
+VENV_CACHE ?= /var/cache/multinode-horovod/venvs
 BIN := $(abspath $(VENV))/bin
 CACHE := $(abspath .cache)
 # Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
@@ -33,10 +34,22 @@ help: ## Show the targets
 prepare: ## Install the host packages the test beds need and start dockerd when none answers
 	$(PYTHON) tools/prepare_host.py
 
+# The toolchain is built once per content of requirements.txt and Python version under VENV_CACHE
+# (like the images, cached by what goes into it), and $(VENV) links there: a fresh clone on the
+# same machine reuses it in a second. VENV_CACHE= (empty) builds it in $(VENV) itself.
 $(VENV)/.stamp: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt
+	@if [ -z "$(VENV_CACHE)" ]; then \
+	  if [ -L $(VENV) ]; then rm -f $(VENV); fi; \
+	  { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -r requirements.txt; } || exit 1; \
+	else \
+	  key=$$(cat requirements.txt <($(PYTHON) -VV) | sha256sum | cut -c1-16); dir=$(VENV_CACHE)/$$key; \
+	  if [ ! -f $$dir/.stamp ]; then \
+	    echo "building the Python toolchain in $$dir"; rm -rf $$dir; mkdir -p $(VENV_CACHE); \
+	    { $(PYTHON) -m venv $$dir && $$dir/bin/pip install -q --upgrade pip && $$dir/bin/pip install -q -r requirements.txt; } || exit 1; \
+	    touch $$dir/.stamp; \
+	  else echo "reusing the Python toolchain in $$dir"; fi; \
+	  rm -rf $(VENV); ln -sfn $$dir $(VENV); \
+	fi
 	touch $@
 
 $(CACHE)/collections/ansible_collections/multinode/horovod:
