@@ -138,6 +138,22 @@ def archive_problem(archive: Mapping[str, Any], image: str, path: str, checksum:
     return ""
 
 
+def restart_victims(containers: Iterable[Mapping[str, Any]], own_name: str) -> list[str]:
+    """Names of the running containers, other than the role's own, that a restart of dockerd stops.
+
+    `containers` is community.docker.docker_host_info's `containers` (running ones; each with `Names`,
+    Docker's "/name" spellings). Sorted, each container once under its first name.
+    """
+    victims = []
+    for container in containers or []:
+        names = [str(name).lstrip("/") for name in container.get("Names") or []]
+        if not names:
+            names = [str(container.get("Id", "?"))[:12]]
+        if own_name not in names:
+            victims.append(names[0])
+    return sorted(victims)
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -153,4 +169,5 @@ class FilterModule:
             "docker_horovod_bind_specs": bind_specs,
             "docker_horovod_device_specs": device_specs,
             "docker_horovod_archive_problem": archive_problem,
+            "docker_horovod_restart_victims": restart_victims,
         }

@@ -238,4 +238,31 @@ def test_filter_names() -> None:
         "docker_horovod_bind_specs",
         "docker_horovod_device_specs",
         "docker_horovod_archive_problem",
+        "docker_horovod_restart_victims",
     }
+
+
+# community.docker.docker_host_info's `containers` (running ones, verbose_output false).
+HOST_CONTAINERS = [
+    {"Id": "a" * 64, "Image": "multinode-horovod/sshbox:local", "Names": ["/horovod"], "Status": "Up 2 hours"},
+    {"Id": "b" * 64, "Image": "nginx:1.27", "Names": ["/web"], "Status": "Up 3 days"},
+    {"Id": "c" * 64, "Image": "prom/node-exporter:v1", "Names": ["/exporter", "/web/exporter"], "Status": "Up"},
+]
+
+
+def test_restart_victims_are_the_other_running_containers_sorted() -> None:
+    assert f.restart_victims(HOST_CONTAINERS, "horovod") == ["exporter", "web"]
+
+
+def test_restart_victims_none_besides_the_own_container() -> None:
+    assert f.restart_victims(HOST_CONTAINERS[:1], "horovod") == []
+    assert f.restart_victims([], "horovod") == []
+    assert f.restart_victims(None, "horovod") == []
+
+
+def test_restart_victims_follow_the_container_name_option() -> None:
+    assert f.restart_victims(HOST_CONTAINERS, "web") == ["exporter", "horovod"]
+
+
+def test_restart_victims_without_names_are_named_by_id() -> None:
+    assert f.restart_victims([{"Id": "d" * 64}], "horovod") == ["d" * 12]
