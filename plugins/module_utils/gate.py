@@ -42,7 +42,13 @@ GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master"
 OUR_GROUPS = (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS)
 STORAGE_KINDS = ("nfs", "existing")
 # Facts the roles publish under their public prefix (set_fact); they are not typos.
-ROLE_FACTS = ("docker_horovod_gpu_count", "horovod_launch_preflight", "horovod_launch_result", "horovod_launch_runs")
+ROLE_FACTS = (
+    "docker_horovod_engine_existing",
+    "docker_horovod_gpu_count",
+    "horovod_launch_preflight",
+    "horovod_launch_result",
+    "horovod_launch_runs",
+)
 # The switch for unknown names: error (default) or warn.
 UNKNOWN_SWITCH = "horovod_unknown_variables"
 HOSTNAME_RE = re.compile(
