@@ -39,7 +39,7 @@ def installed(tmp_path_factory):
 # the directories of the collection itself (LICENSE and docs/ where the checkout has them).
 BUILT = {"MANIFEST.json", "FILES.json"}
 SHIPPED = {"README.md", "CHANGELOG.md", "LICENSE", "site.yml", "meta", "roles", "playbooks", "plugins"}
-SHIPPED |= {"inventories", "docs", "changelogs"}
+SHIPPED |= {"inventories", "docs", "changelogs", "SECURITY.md"}
 # What a working tree gathers that is no part of the collection: caches, virtualenvs, logs, builds.
 LITTER = [
     ".pytest_cache/v/cache/nodeids",
