@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -119,3 +120,32 @@ def test_defaults_match_the_argument_spec(role):
     )
     for name, value in defaults.items():
         assert options[name].get("default") == value, f"{role}: {name} default differs from the spec"
+
+
+def templated_descriptions(spec: object) -> list[str]:
+    """Descriptions in an argument spec with Jinja markers: the role's argument validation templates
+    the whole spec, descriptions included, so '{{ ... }}' there fails every run of the role (defaults
+    may be templates, on purpose)."""
+    found: list[str] = []
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key in ("description", "short_description"):
+                lines = value if isinstance(value, list) else [value]
+                found += [str(line) for line in lines if re.search(r"\{\{|\{%|\{#", str(line))]
+            else:
+                found += templated_descriptions(value)
+    elif isinstance(spec, list):
+        for item in spec:
+            found += templated_descriptions(item)
+    return found
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_argument_spec_descriptions_hold_no_template(role):
+    spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    assert templated_descriptions(spec) == []
+
+
+def test_a_template_in_a_description_is_found():
+    bad = {"options": {"x": {"default": "{{ y }}/runs", "description": ["Image ID ({{.Image}})."]}}}
+    assert templated_descriptions(bad) == ["Image ID ({{.Image}})."]
