@@ -37,15 +37,17 @@ prepare: ## Install the host packages the test beds need and start dockerd when 
 # The toolchain is built once per content of requirements.txt and Python version under VENV_CACHE
 # (like the images, cached by what goes into it), and $(VENV) links there: a fresh clone on the
 # same machine reuses it in a second. VENV_CACHE= (empty) builds it in $(VENV) itself.
+# $(call build_venv,DIR): a virtualenv in DIR with requirements.txt installed.
+build_venv = { $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install -q -r requirements.txt; }
 $(VENV)/.stamp: requirements.txt
 	@if [ -z "$(VENV_CACHE)" ]; then \
 	  if [ -L $(VENV) ]; then rm -f $(VENV); fi; \
-	  { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -r requirements.txt; } || exit 1; \
+	  $(call build_venv,$(VENV)) || exit 1; \
 	else \
 	  key=$$(cat requirements.txt <($(PYTHON) -VV) | sha256sum | cut -c1-16); dir=$(VENV_CACHE)/$$key; \
 	  if [ ! -f $$dir/.stamp ]; then \
 	    echo "building the Python toolchain in $$dir"; rm -rf $$dir; mkdir -p $(VENV_CACHE); \
-	    { $(PYTHON) -m venv $$dir && $$dir/bin/pip install -q --upgrade pip && $$dir/bin/pip install -q -r requirements.txt; } || exit 1; \
+	    $(call build_venv,$$dir) || exit 1; \
 	    touch $$dir/.stamp; \
 	  else echo "reusing the Python toolchain in $$dir"; fi; \
 	  rm -rf $(VENV); ln -sfn $$dir $(VENV); \
