@@ -33,7 +33,7 @@ import jinja2
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
-from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem, strip_slash
 
 COLLECTION = Path(__file__).resolve().parents[2]
 RULES_PACKAGE = "ansible_collections.multinode.horovod.plugins.module_utils"
@@ -220,8 +220,8 @@ def _normalise(setting: Setting, value: Any) -> Any:
         return int(value)
     if setting.kind == "str" and value is not None:
         text = str(value)
-        if setting.name in ("horovod_share_dir", "horovod_share_root") and len(text) > 1:
-            text = text.rstrip("/") or "/"  # the one place a trailing slash is dropped
+        if setting.name in ("horovod_share_dir", "horovod_share_root"):
+            text = strip_slash(text)
         return text
     if setting.kind == "list" and isinstance(value, list | tuple):
         return [str(item) for item in value]

@@ -230,3 +230,37 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
         for point in repeated
     ]
     return found
+
+
+# Options that say when or how a mount is made or kept (boot order, fstab, who may mount), not how
+# the server is reached: the client's wait drops them for its scratch mount (tasks/wait.yml), as
+# well as the read/write mode and retry count, which the wait sets itself (ro, retry=0).
+WAIT_DROPPED_OPTIONS = frozenset(
+    {"bg", "fg", "nofail", "noauto", "auto", "_netdev", "user", "users", "nouser", "owner", "group", "defaults"}
+)
+
+
+def mount_source(mount: Mapping[str, Any]) -> str:
+    """``server:/path`` of a mount as mount.nfs and /proc/mounts write it: an IPv6 server in brackets,
+    the path without its trailing ``/``."""
+    server = str(mount["server"])
+    return f"{'[' + server + ']' if ':' in server else server}:{strip_slash(str(mount['path']))}"
+
+
+def mount_options(mount: Mapping[str, Any], default_options: list[str]) -> list[str]:
+    """The options a mount is made with: its own, else the role's defaults."""
+    options = mount.get("options")
+    return [str(option) for option in (default_options if options is None else options)]
+
+
+def wait_options(mount: Mapping[str, Any], default_options: list[str]) -> str:
+    """The options of the client's scratch mount while it waits: the mount's own minus those that
+    only matter for fstab or boot (WAIT_DROPPED_OPTIONS, ``x-*``, ``comment=``), ``rw``/``ro`` and
+    ``retry=``; the wait adds ``ro,retry=0`` itself."""
+    kept = []
+    for option in mount_options(mount, default_options):
+        name = option.split("=", 1)[0]
+        if name in WAIT_DROPPED_OPTIONS or name in ("rw", "ro", "retry", "comment") or name.startswith("x-"):
+            continue
+        kept.append(option)
+    return ",".join(kept) or "defaults"

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from ansible_collections.multinode.horovod.plugins.module_utils.paths import COMPONENT_RE, path_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import COMPONENT_RE, path_problem, strip_slash
 
 Problems = list[tuple[str, str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -104,11 +104,6 @@ def data_path_problem(value: object) -> str | None:
     if isinstance(value, str) and re.search(r"\s", value):
         return f"{value!r} contains whitespace or a line break; use a path without them"
     return path_problem(value)
-
-
-def strip_slash(value: object) -> object:
-    """The path without its trailing '/' (as the role writes it), '/' itself kept."""
-    return re.sub(r"(.)/+$", r"\1", value) if isinstance(value, str) else value
 
 
 def as_bool(value: object) -> bool | None:

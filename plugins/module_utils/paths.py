@@ -59,6 +59,15 @@ def path_problem(value: object) -> str | None:
     return None
 
 
+def strip_slash(value: object) -> object:
+    """`value` without its trailing ``/`` ("/data1/share/" -> "/data1/share"), ``/`` itself kept.
+
+    The one place a trailing slash is dropped: the site's settings (gate), the roles' input rules,
+    the exports file, the mounts and the client's wait all read paths through it.
+    """
+    return re.sub(r"(.)/+$", r"\1", value) if isinstance(value, str) else value
+
+
 def is_inside(path: str, root: str) -> bool:
     """Whether normalised `path` is `root` or below it."""
     return path == root or path.startswith(root.rstrip("/") + "/")

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from ansible_collections.multinode.horovod.plugins.filter.nfs_client import FilterModule as NfsClientFilters
+from ansible_collections.multinode.horovod.plugins.filter.paths import FilterModule as PathFilters
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
 from ansible_collections.multinode.horovod.plugins.module_utils import nfs_client_rules as rules
 
@@ -251,3 +255,53 @@ def test_the_role_filter_reads_these_rules():
     bad = inputs(mount(server="10.213.7.10:/data1"))
     assert role_problems(bad, "nfs_client") == [f"nfs_client_mounts: {message}" for _, message in rules.problems(bad)]
     assert role_problems(inputs(), "nfs_client") == []
+
+
+# The mount's source and the wait's options (nfs_client's filters, tasks/main.yml and tasks/wait.yml).
+
+
+def test_mount_source_brackets_ipv6_and_drops_the_trailing_slash():
+    assert rules.mount_source(mount(path="/data1/share/")) == "192.0.2.10:/data1/share"
+    assert rules.mount_source(mount(server="2001:db8::10", path="/x")) == "[2001:db8::10]:/x"
+    assert rules.mount_source(mount(server="nfs-a.example", path="/x//")) == "nfs-a.example:/x"
+
+
+def test_mount_options_are_the_mounts_own_else_the_defaults():
+    defaults = ["nfsvers=4.2", "hard"]
+    assert rules.mount_options(mount(), defaults) == defaults
+    assert rules.mount_options(mount(options=None), defaults) == defaults
+    assert rules.mount_options(mount(options=["soft"]), defaults) == ["soft"]
+    assert rules.mount_options(mount(options=[]), defaults) == []
+
+
+def test_wait_options_keep_how_the_server_is_reached_and_drop_boot_and_fstab_ones():
+    options = ["nfsvers=4.1", "hard", "_netdev", "bg", "nofail", "noauto", "rw", "retry=5", "x-systemd.automount"]
+    options += ["comment=x", "port=2049", "proto=tcp", "sec=krb5"]
+    assert rules.wait_options(mount(options=options), []) == "nfsvers=4.1,hard,port=2049,proto=tcp,sec=krb5"
+    assert rules.wait_options(mount(), ["nfsvers=4.2", "hard", "_netdev", "noatime"]) == "nfsvers=4.2,hard,noatime"
+    assert rules.wait_options(mount(options=["bg", "ro"]), []) == "defaults"
+
+
+def test_nfs_client_filters_are_the_rules_functions():
+    filters = NfsClientFilters().filters()
+    assert filters["nfs_client_source"] is rules.mount_source
+    assert filters["nfs_client_wait_options"] is rules.wait_options
+    assert PathFilters().filters()["strip_slash"]("/data1/share/") == "/data1/share"
+
+
+# A trailing "/" is dropped in one place (plugins/module_utils/paths.py, strip_slash): any other way
+# of dropping one, in code, tasks or templates, is a second definition that can drift (issue 11).
+TRAILING_SLASH_PATTERNS = ('rstrip("/")', "rstrip('/')", "/+$", "/*$", 'rstrip("/") or')
+
+
+def test_a_trailing_slash_is_dropped_in_one_place_only():
+    repo = Path(__file__).resolve().parents[2]
+    found = []
+    for top in ("plugins", "roles", "playbooks", "tools"):
+        for path in sorted((repo / top).rglob("*")):
+            definition = path.name == "paths.py" and "module_utils" in path.parts
+            if path.suffix not in (".py", ".yml", ".j2", ".sh") or definition:
+                continue
+            text = path.read_text()
+            found += [f"{path.relative_to(repo)}: {pattern}" for pattern in TRAILING_SLASH_PATTERNS if pattern in text]
+    assert found == [], "drop trailing slashes with strip_slash (plugins/module_utils/paths.py), not again here"
