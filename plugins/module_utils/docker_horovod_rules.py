@@ -47,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "docker_horovod_pip_index_url": "",
     "docker_horovod_pip_wheel_dir": "",
     "docker_horovod_extra_ca_bundle": "",
+    "docker_horovod_nvidia_repo_key_fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
 }
 # Container paths the role mounts itself (vars/main.yml, __docker_horovod_volumes); the test checks them.
 RESERVED_TARGETS = ("/etc/multinode-horovod/sshd", "/root/.ssh", "/etc/multinode-horovod/container")
@@ -345,6 +346,21 @@ def check_extra_ca_bundle(values: Values) -> Problems:
     return [(variable, f"{value!r} {problem}; {fix}")] if problem else []
 
 
+FINGERPRINT_RE = re.compile(r"[0-9A-F]{40}|[0-9A-F]{64}")
+
+
+def check_nvidia_repo_key_fingerprint(values: Values) -> Problems:
+    variable = "docker_horovod_nvidia_repo_key_fingerprint"
+    value = values[variable]
+    fix = (
+        "give the fingerprint of the key that signs the NVIDIA repository, 40 hexadecimal digits (spaces allowed), "
+        "as NVIDIA's install guide or `gpg --show-keys` prints it"
+    )
+    if isinstance(value, str) and FINGERPRINT_RE.fullmatch(re.sub(r"\s+", "", value).upper()):
+        return []
+    return [(variable, f"{plain(value)!r} is not an OpenPGP fingerprint; {fix}")]
+
+
 def check_restart_policy(values: Values) -> Problems:
     value = values["docker_horovod_restart_policy"]
     if isinstance(value, str) and value in RESTART_POLICIES:
@@ -397,6 +413,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_pip_index_url,
     check_pip_wheel_dir,
     check_extra_ca_bundle,
+    check_nvidia_repo_key_fingerprint,
 )
 
 

@@ -57,6 +57,7 @@ def good(ca_bundle: str) -> dict[str, Any]:
         "docker_horovod_pip_index_url": "https://pypi.example.org/simple",
         "docker_horovod_pip_wheel_dir": "/srv/share/wheels",
         "docker_horovod_extra_ca_bundle": ca_bundle,
+        "docker_horovod_nvidia_repo_key_fingerprint": "c95b 321b 61e8 8c18 09c4  f759 ddca e044 f796 ecb0",
     }
 
 
@@ -250,6 +251,10 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_extra_ca_bundle", "ca.pem", "'ca.pem' is not an absolute path"),
     ("docker_horovod_extra_ca_bundle", "/", "is not a file on the controller"),
     ("docker_horovod_extra_ca_bundle", None, "None is not a string"),
+    ("docker_horovod_nvidia_repo_key_fingerprint", "DDCAE044F796ECB0", "'DDCAE044F796ECB0' is not an OpenPGP fingerprint"),
+    ("docker_horovod_nvidia_repo_key_fingerprint", "", "is not an OpenPGP fingerprint"),
+    ("docker_horovod_nvidia_repo_key_fingerprint", "0x" + "A" * 40, "is not an OpenPGP fingerprint"),
+    ("docker_horovod_nvidia_repo_key_fingerprint", None, "None is not an OpenPGP fingerprint"),
 ]
 
 
