@@ -40,6 +40,10 @@ NETWORK = "mnh-lab"
 SUBNET = "10.213.9.0/24"
 LAB_DIR = Path("/var/lib/multinode-horovod/lab")
 DIND_CAPS = ("SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "NET_RAW")
+# The site's defaults (plugins/module_utils/defaults.py; tests/unit/test_shared_values.py checks them):
+# the lab mounts its share at the default horovod_share_dir, and the site names the container.
+SHARE_DIR = "/data1/share"
+CONTAINER = "horovod"
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def machine_run_argv(machine: Machine, share: Path) -> list[str]:
     argv += ["--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"]
     argv += ["--tmpfs", "/run", "--tmpfs", "/run/lock", "-e", "container=docker"]
     argv += ["--mount", f"type=volume,src={machine.container}-docker,dst=/var/lib/docker,volume-label={LABEL}=docker"]
-    argv += ["-v", f"{share}:/data1/share"]
+    argv += ["-v", f"{share}:{SHARE_DIR}"]
     argv.append(MACHINE_IMAGE)
     return argv
 
@@ -280,16 +284,16 @@ def site() -> None:
 
 def hand_typed_launch(run_name: str) -> float:
     """Run the launch script the role wrote, by hand in the master's container, and time it."""
-    script = f"/data1/share/runs/{run_name}/horovod-launch.sh"
-    by_hand = f"/data1/share/runs/{run_name}-by-hand"
+    script = f"{SHARE_DIR}/runs/{run_name}/horovod-launch.sh"
+    by_hand = f"{SHARE_DIR}/runs/{run_name}-by-hand"
     # The same horovodrun line, with its own output directory so the role's run stays as it was.
     command = (
         f"mkdir -p {by_hand} && sed -e 's#/runs/{run_name}#/runs/{run_name}-by-hand#g' {script} > {by_hand}/run.sh"
         f" && sh {by_hand}/run.sh"
     )
-    log(f"the same horovodrun by hand: docker exec horovod sh -c '{command}'")
+    log(f"the same horovodrun by hand: docker exec {CONTAINER} sh -c '{command}'")
     start = time.monotonic()
-    run(["docker", "exec", MACHINES[0].container, "docker", "exec", "horovod", "sh", "-c", command])
+    run(["docker", "exec", MACHINES[0].container, "docker", "exec", CONTAINER, "sh", "-c", command])
     return time.monotonic() - start
 
 
@@ -326,7 +330,7 @@ def examples_repo(share: Path, source: Path | None) -> str:
         git("-C", str(work), "tag", GUIDE_TAG)
         run(["git", "clone", "--quiet", "--mirror", str(work), str(repo)])
         run(["rm", "-rf", str(work)])
-    return f"/data1/share/src/{repo.name}"
+    return f"{SHARE_DIR}/src/{repo.name}"
 
 
 def guide_example(source: Path | None) -> None:
@@ -341,10 +345,10 @@ def guide_example(source: Path | None) -> None:
     run_name = time.strftime("guide-%Y%m%d-%H%M%S")
     extra = {
         "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
-        "docker_horovod_pip_wheel_dir": "/data1/share/wheels",
+        "docker_horovod_pip_wheel_dir": f"{SHARE_DIR}/wheels",
         "horovod_launch_code_repo": repo,
         "horovod_launch_code_version": GUIDE_TAG,
-        "horovod_launch_code_dest": "/data1/share/workspace/horovod-examples",
+        "horovod_launch_code_dest": f"{SHARE_DIR}/workspace/horovod-examples",
         "horovod_train_command": ["python3", "examples/pytorch/pytorch_synthetic_benchmark.py", *GUIDE_ARGS],
         "horovod_run_name": run_name,
     }

@@ -13,6 +13,7 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     container_name_problem,
     plain,
@@ -24,8 +25,8 @@ Values = Mapping[str, Any]
 
 # The role's defaults (defaults/main.yml), for a caller that leaves one out; the unit test checks them.
 DEFAULTS: dict[str, Any] = {
-    "container_sshd_container_name": "horovod",
-    "container_sshd_port": 12345,
+    "container_sshd_container_name": defaults.CONTAINER_NAME,
+    "container_sshd_port": defaults.SSH_PORT,
     "container_sshd_listen_addresses": [],
     "container_sshd_allow_from": [],
     "container_sshd_host_key_types": ["ed25519", "rsa"],
@@ -44,7 +45,7 @@ def check_port(values: Values) -> Problems:
         (
             "container_sshd_port",
             f"{plain(value)!r} is not a TCP port; use a whole number from 1 to 65535 that is not the host's own "
-            "sshd port (default 12345)",
+            f"sshd port (default {defaults.SSH_PORT})",
         )
     ]
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     canonical_name,
     container_name_problem,
@@ -35,8 +36,8 @@ DEFAULTS: dict[str, Any] = {
     "docker_horovod_image_archive": "",
     "docker_horovod_image_archive_checksum": "",
     "docker_horovod_image_load_timeout": 900,
-    "docker_horovod_container_name": "horovod",
-    "docker_horovod_share_root": "/data1",
+    "docker_horovod_container_name": defaults.CONTAINER_NAME,
+    "docker_horovod_share_root": defaults.SHARE_ROOT,
     "docker_horovod_shm_size": "16g",
     "docker_horovod_restart_policy": "unless-stopped",
     "docker_horovod_volumes": [],
@@ -50,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "docker_horovod_nvidia_repo_key_fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
 }
 # Container paths the role mounts itself (vars/main.yml, __docker_horovod_volumes); the test checks them.
-RESERVED_TARGETS = ("/etc/multinode-horovod/sshd", "/root/.ssh", "/etc/multinode-horovod/container")
+RESERVED_TARGETS = (defaults.SSHD_DIR, defaults.CONTAINER_SSH_DIR, defaults.CONTAINER_OWN_DIR)
 # Of Docker's restart policies (no, on-failure[:N], always, unless-stopped), those that bring the
 # container, and with it sshd, back after a reboot or a restart of Docker.
 RESTART_POLICIES = ("unless-stopped", "always")

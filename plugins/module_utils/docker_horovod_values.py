@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+
 # Docker's size syntax as the engine parses it (units case-insensitive, "b" suffix optional).
 _SIZE = re.compile(r"^([0-9]+)\s*(?:([kmgt])b?|b)?$", re.IGNORECASE)
 _SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -27,7 +29,7 @@ _REFERENCE = re.compile(
 CONTAINER_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
 CONTAINER_NAME_SHAPE = (
     "a Docker container name: at least two characters, letters, digits, '_', '.' and '-', "
-    "starting with a letter or digit (for example horovod)"
+    f"starting with a letter or digit (for example {defaults.CONTAINER_NAME})"
 )
 
 

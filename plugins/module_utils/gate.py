@@ -32,6 +32,7 @@ from typing import Any
 import jinja2
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem, strip_slash
 
@@ -70,11 +71,11 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("horovod_shared_storage", "str", "nfs", (), choices=STORAGE_KINDS),
-    Setting("horovod_share_root", "str", "/data1", ("docker_horovod_share_root",)),
+    Setting("horovod_share_root", "str", defaults.SHARE_ROOT, ("docker_horovod_share_root",)),
     Setting(
         "horovod_share_dir",
         "str",
-        "/data1/share",
+        defaults.SHARE_DIR,
         ("nfs_server_exports", "nfs_client_mounts", "horovod_launch_share_dir"),
     ),
     Setting(
@@ -90,7 +91,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "horovod_container_name",
         "str",
-        "horovod",
+        defaults.CONTAINER_NAME,
         (
             "docker_horovod_container_name",
             "container_sshd_container_name",
@@ -101,7 +102,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("horovod_shm_size", "str", "16g", ("docker_horovod_shm_size",)),
     Setting("horovod_extra_ca_bundle", "str", "", ("docker_horovod_extra_ca_bundle",)),
     Setting("horovod_pip_packages", "dict_list", [], ("docker_horovod_pip_packages",)),
-    Setting("horovod_ssh_port", "int", 12345, ("container_sshd_port", "ssh_trust_port", "horovod_launch_ssh_port")),
+    Setting(
+        "horovod_ssh_port",
+        "int",
+        defaults.SSH_PORT,
+        ("container_sshd_port", "ssh_trust_port", "horovod_launch_ssh_port"),
+    ),
     Setting("horovod_network_interfaces", "list", [], ("horovod_launch_network_interfaces",)),
     Setting("horovod_train_command", "list", [], ("horovod_launch_command",)),
     Setting("horovod_run_name", "str", "", ("horovod_launch_run_name",)),
@@ -498,7 +504,7 @@ def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Map
     if not path_problem(root) and not path_problem(share) and (share == root or not is_inside(share, root)):
         problems.append(
             f"horovod_share_dir: {share!r} must be a directory below horovod_share_root {root!r} (the directory "
-            "mounted into the container), for example /data1/share below /data1."
+            f"mounted into the container), for example {defaults.SHARE_DIR} below {defaults.SHARE_ROOT}."
         )
     port = settings["horovod_ssh_port"]
     clash = [
@@ -510,7 +516,7 @@ def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Map
     if clash:
         problems.append(
             f"horovod_ssh_port: {port} is the port Ansible reaches {', '.join(clash)} on (the host's own sshd); "
-            "the containers' sshd needs a port of its own, such as the default 12345."
+            f"the containers' sshd needs a port of its own, such as the default {defaults.SSH_PORT}."
         )
     return problems
 

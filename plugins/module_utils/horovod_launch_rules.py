@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
@@ -135,7 +136,7 @@ def _counts(inputs: Mapping[str, Any]) -> Problems:
                 (
                     f"{P}ssh_port",
                     f"{shown(value)} is not a TCP port; use the port of the containers' sshd, from 1 to 65535 "
-                    "(container_sshd_port, default 12345)",
+                    f"(container_sshd_port, default {defaults.SSH_PORT})",
                 )
             )
     return out
@@ -182,7 +183,7 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
             (
                 f"{P}ssh_identity_file",
                 f"{key!r} is not an absolute path; give the private key's path inside the master's container, "
-                "e.g. /root/.ssh/id_ed25519",
+                f"e.g. {defaults.SSH_KEY_FILE}",
             )
         )
     return out
@@ -205,7 +206,8 @@ def _names(inputs: Mapping[str, Any]) -> Problems:
             (
                 f"{P}container",
                 f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
-                "with a letter or digit (the name docker_horovod gave the container, default horovod)",
+                "with a letter or digit (the name docker_horovod gave the container, "
+                f"default {defaults.CONTAINER_NAME})",
             )
         )
     controller = inputs.get(f"{P}controller", _ABSENT)
@@ -284,7 +286,7 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
 
 
 def _extra_args(inputs: Mapping[str, Any]) -> Problems:
-    out, args = _list(inputs, f"{P}extra_args", "[--timeline-filename, /data1/share/timeline.json]")
+    out, args = _list(inputs, f"{P}extra_args", f"[--timeline-filename, {defaults.SHARE_DIR}/timeline.json]")
     for arg in args or []:
         option = str(arg).split("=", 1)[0]
         if option in RESERVED_ARGS:

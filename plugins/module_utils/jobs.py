@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+
 # Searched (re.search) in a process's command line; a process none of them matches is a job.
 IDLE_PATTERNS: tuple[str, ...] = (
     r"^/sbin/docker-init( |$)",
-    r"^/bin/sh /etc/multinode-horovod/container/supervisor\.sh$",
+    rf"^/bin/sh {defaults.CONTAINER_OWN_DIR}/supervisor\.sh$",
     r"^sleep [0-9.]+$",
-    r"^(sshd: )?/usr/sbin/sshd -D -e -f /etc/multinode-horovod/sshd/sshd_config( |$)",
+    rf"^(sshd: )?/usr/sbin/sshd -D -e -f {defaults.SSHD_DIR}/sshd_config( |$)",
 )
 
 # The same pattern hides values in roles/horovod_launch/files/horovod_probe.py and horovod_run.py.

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.nfs_server_rules import (
     FLAG,
     SEC_SHAPE,
@@ -179,7 +180,7 @@ def mount_problems(index: int, mount: object) -> list[str]:
             found.append(f"server {problem}; give {SERVER_SHAPE}")
     for field in ("path", "mountpoint"):
         if mount.get(field) is None:
-            found.append(f"{field} is missing; give an absolute path such as /data1/share")
+            found.append(f"{field} is missing; give an absolute path such as {defaults.SHARE_DIR}")
             continue
         problem = data_path_problem(strip_slash(mount[field]))
         if problem:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import COMPONENT_RE, path_problem, strip_slash
 
 Problems = list[tuple[str, str]]
@@ -208,8 +209,8 @@ EXPORT_FLAGS = """
 """.split()
 EXPORT_OPTIONS: dict[str, Option] = {
     **dict.fromkeys(EXPORT_FLAGS, FLAG),
-    "mountpoint": Option("optional", safe_path_ok, "an absolute path (mountpoint=/data1)"),
-    "mp": Option("optional", safe_path_ok, "an absolute path (mp=/data1)"),
+    "mountpoint": Option("optional", safe_path_ok, f"an absolute path (mountpoint={defaults.SHARE_ROOT})"),
+    "mp": Option("optional", safe_path_ok, f"an absolute path (mp={defaults.SHARE_ROOT})"),
     "fsid": Option(
         "required",
         lambda value: value == "root" or number_ok(value) or bool(UUID_RE.fullmatch(value)),
@@ -218,8 +219,12 @@ EXPORT_OPTIONS: dict[str, Option] = {
     "anonuid": Option("required", number_ok, "a user id from 0 to 4294967295 (anonuid=65534)"),
     "anongid": Option("required", number_ok, "a group id from 0 to 4294967295 (anongid=65534)"),
     "sec": Option("required", sec_ok, SEC_SHAPE),
-    "refer": Option("required", locations_ok, "path@host[+host] locations joined by ':' (refer=/data1@node-b)"),
-    "replicas": Option("required", locations_ok, "path@host[+host] locations joined by ':' (replicas=/data1@node-b)"),
+    "refer": Option(
+        "required", locations_ok, f"path@host[+host] locations joined by ':' (refer={defaults.SHARE_ROOT}@node-b)"
+    ),
+    "replicas": Option(
+        "required", locations_ok, f"path@host[+host] locations joined by ':' (replicas={defaults.SHARE_ROOT}@node-b)"
+    ),
 }
 EXPORT_SYNONYMS = {"mp": "mountpoint", "auth_nlm": "secure_locks", "no_auth_nlm": "insecure_locks"}
 EXPORT_CONFLICTS: list[tuple[str, ...]] = [
@@ -325,7 +330,7 @@ def export_problems(index: int, export: object, allow_any: bool) -> list[str]:
     where = f"the export of {path!r}" if isinstance(path, str) else f"item {index}"
     found = [f"field {key!r} is unknown; use {', '.join(EXPORT_FIELDS)}" for key in export if key not in EXPORT_FIELDS]
     if "path" not in export:
-        found.append("path is missing; give the directory to export, such as /data1/share")
+        found.append(f"path is missing; give the directory to export, such as {defaults.SHARE_DIR}")
     else:
         problem = data_path_problem(path)
         if problem:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 
 Problems = list[tuple[str, str]]
@@ -139,7 +140,7 @@ def _numbers(inputs: Mapping[str, Any]) -> Problems:
             (
                 f"{P}port",
                 f"{shown(port)} is not a TCP port; use the containers' sshd port, from 1 to 65535 "
-                "(container_sshd_port, default 12345), not the port of the host's own sshd",
+                f"(container_sshd_port, default {defaults.SSH_PORT}), not the port of the host's own sshd",
             )
         )
     timeout = inputs.get(f"{P}connect_timeout", _ABSENT)
@@ -179,7 +180,8 @@ def _others(inputs: Mapping[str, Any], names: list[str]) -> Problems:
             (
                 f"{P}container_name",
                 f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
-                "with a letter or digit (the name docker_horovod gave the container, default horovod)",
+                "with a letter or digit (the name docker_horovod gave the container, "
+                f"default {defaults.CONTAINER_NAME})",
             )
         )
     return out

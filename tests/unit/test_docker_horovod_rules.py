@@ -92,10 +92,10 @@ def test_reserved_targets_are_the_mounts_of_the_role() -> None:
     volumes = role_vars["__docker_horovod_volumes"]
     targets = [
         role_vars["__docker_horovod_sshd_dir"],
-        "/root/.ssh",
+        role_vars["__docker_horovod_container_ssh_dir"],
         role_vars["__docker_horovod_own_dir"],
     ]
-    assert "__docker_horovod_ssh_dir ~ ':/root/.ssh:ro'" in volumes
+    assert "__docker_horovod_ssh_dir ~ ':' ~ __docker_horovod_container_ssh_dir ~ ':ro'" in volumes
     assert "__docker_horovod_own_dir ~ ':' ~ __docker_horovod_own_dir" in volumes
     assert "__docker_horovod_sshd_dir ~ ':' ~ __docker_horovod_sshd_dir" in volumes
     assert list(rules.RESERVED_TARGETS) == targets

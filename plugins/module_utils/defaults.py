@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Values that several roles, the site and the tools share: each one written here, once.
+
+Python code imports them (the site's ``SETTINGS`` in gate.py, the roles' rules, jobs.py). YAML cannot
+import: a role keeps its own default in ``defaults/main.yml`` and its argument spec (users include roles
+on their own), and its constants in ``vars/main.yml``; tests/unit/test_shared_values.py checks every
+such copy against this module, and fails when a literal copy turns up anywhere else.
+"""
+
+from __future__ import annotations
+
+# Cluster settings the site hands to several roles (gate.SETTINGS: horovod_ssh_port and so on).
+SSH_PORT = 12345
+CONTAINER_NAME = "horovod"
+SHARE_ROOT = "/data1"
+SHARE_DIR = f"{SHARE_ROOT}/share"
+
+# Host directories the roles agree on (docs/architecture.md "Principles that cut across roles"):
+# container_sshd fills SSHD_DIR (sshd_config, host keys), docker_horovod mounts it read-only at the same
+# path and ssh_trust reads the host keys there; ssh_trust fills SSH_DIR, which docker_horovod mounts
+# read-only at CONTAINER_SSH_DIR; CONTAINER_OWN_DIR is docker_horovod's own (supervisor, extra CA).
+CONFIG_ROOT = "/etc/multinode-horovod"
+SSHD_DIR = f"{CONFIG_ROOT}/sshd"
+SSH_DIR = f"{CONFIG_ROOT}/ssh"
+CONTAINER_OWN_DIR = f"{CONFIG_ROOT}/container"
+CONTAINER_SSH_DIR = "/root/.ssh"
+# The master's key in its container (ssh_trust makes it, horovod_launch passes it to horovodrun -i).
+SSH_KEY_FILE = f"{CONTAINER_SSH_DIR}/id_ed25519"
