@@ -60,7 +60,7 @@ def path_problem(value: object) -> str | None:
 
 
 def strip_slash(value: object) -> object:
-    """`value` without its trailing ``/`` ("/data1/share/" -> "/data1/share"), ``/`` itself kept.
+    """`value` without its trailing ``/`` ("/srv/share/" -> "/srv/share"), ``/`` itself kept.
 
     The one place a trailing slash is dropped: the site's settings (gate), the roles' input rules,
     the exports file, the mounts and the client's wait all read paths through it.
