@@ -251,7 +251,7 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_extra_ca_bundle", "ca.pem", "'ca.pem' is not an absolute path"),
     ("docker_horovod_extra_ca_bundle", "/", "is not a file on the controller"),
     ("docker_horovod_extra_ca_bundle", None, "None is not a string"),
-    ("docker_horovod_nvidia_repo_key_fingerprint", "DDCAE044F796ECB0", "'DDCAE044F796ECB0' is not an OpenPGP fingerprint"),
+    ("docker_horovod_nvidia_repo_key_fingerprint", "DDCAE044F796ECB0", "'DDCAE044F796ECB0' is not an OpenPGP"),
     ("docker_horovod_nvidia_repo_key_fingerprint", "", "is not an OpenPGP fingerprint"),
     ("docker_horovod_nvidia_repo_key_fingerprint", "0x" + "A" * 40, "is not an OpenPGP fingerprint"),
     ("docker_horovod_nvidia_repo_key_fingerprint", None, "None is not an OpenPGP fingerprint"),
