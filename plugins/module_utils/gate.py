@@ -168,8 +168,12 @@ def role_rules(role: str) -> Callable[[Mapping[str, Any]], list[tuple[str, str]]
         return None
 
 
+# Switches of one playbook, given with -e (playbooks/teardown.yml checks their values itself).
+PLAYBOOK_SWITCHES = ("horovod_teardown_force", "horovod_teardown_remove_share_data")
+
+
 def known_names() -> set[str]:
-    names = {s.name for s in SETTINGS} | set(ROLE_FACTS)
+    names = {s.name for s in SETTINGS} | set(ROLE_FACTS) | set(PLAYBOOK_SWITCHES)
     for role in ROLES:
         names |= set(role_spec(role))
     return names

@@ -288,3 +288,17 @@ def test_the_shipped_inventories_pass_the_gate(name):
 def test_a_sound_inventory_passes_the_gate(tmp_path):
     res = playbook(write(tmp_path, base()), "--tags", "validate", "--skip-tags", "probe")
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_teardown_playbook_is_gated(tmp_path):
+    res = playbook(write(tmp_path, BROKEN), book="playbooks/teardown.yml")
+    assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+
+
+def test_the_teardown_switches_are_known_names_and_a_typo_of_one_is_not(tmp_path):
+    inventory = write(tmp_path, base())
+    switches = ["-e", "horovod_teardown_force=true", "-e", "horovod_teardown_remove_share_data=false"]
+    res = playbook(inventory, *switches, "--tags", "validate", "--skip-tags", "probe", book="playbooks/teardown.yml")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = playbook(inventory, "-e", "horovod_teardown_forse=true", book="playbooks/teardown.yml")
+    assert_stopped_in_gate(res, "did you mean horovod_teardown_force?")
