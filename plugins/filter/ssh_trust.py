@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Filters of the ssh_trust role: every decision the role takes from what it read on the nodes.
+
+The tasks gather facts (files read on each node, getent results, the keys made, each container's row
+of the ssh matrix) and hand them, or ``hostvars``, to these filters; the role's ``vars/main.yml`` holds
+constants only. Each decision is one function here, unit-tested in tests/unit/test_ssh_trust_filters.py
+(which also holds what the role's former Jinja returned for sample clusters). The role's input rules
+are plugins/module_utils/ssh_trust_rules.py.
+
+Facts the role sets on each node and these filters read through ``hostvars``:
+
+- ``__ssh_trust_host_keys``: the node's container host keys, ``"type blob"`` (tasks/read.yml);
+- ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts (tasks/read.yml);
+- ``__ssh_trust_keypair``: the result of the node's openssh_keypair task (tasks/main.yml);
+- ``__ssh_trust_row``: the result of the node's ssh loop (tasks/verify.yml).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+HOST_KEYS = "__ssh_trust_host_keys"
+PINNED_LINES = "__ssh_trust_pinned_lines"
+KEYPAIR = "__ssh_trust_keypair"
+ROW = "__ssh_trust_row"
+
+# An address written as an IPv4 or IPv6 address (anything else is a host name, resolved on the node).
+IP_RE = re.compile(r"^([0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
+LOOPBACK_RE = re.compile(r"^(127[.]|::1$)")
+# A container host public key file, as the find of tasks/read.yml lists it.
+HOST_KEY_FILE_RE = re.compile(r".*/ssh_host_\w+_key\.pub$")
+# "type blob", the rest (a comment) dropped.
+KEY_RE = re.compile(r"^(\S+)\s+(\S+).*$")
+# A line of a file that holds nothing: a comment or an empty line.
+BLANK_RE = re.compile(r"^(#|$)")
+WHOLE_RE = re.compile(r"^(.*)$")
+
+NOT_RUN = "no result (the ssh loop did not run)"
+NO_KEY_NOTE = "(no key: ssh_trust_mesh is false)"
+
+Nodes = Sequence[Mapping[str, Any]]
+Rows = dict[str, dict[str, str]]
+
+
+def _fact(hostvars: Mapping[str, Any], name: str, fact: str) -> Any:
+    """A fact the role set on the node `name`, which every node has once the task setting it ran."""
+    try:
+        return hostvars[name][fact]
+    except KeyError as exc:
+        raise AnsibleFilterError(f"ssh_trust: {name} has no {fact}; the role runs on every node at once") from exc
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a file that hold something, stripped; comments and empty lines dropped."""
+    return [line for line in (line.strip() for line in text.splitlines()) if not BLANK_RE.match(line)]
+
+
+def _type_blob(key: str) -> str:
+    """``"type blob"`` of a public key (``"type blob comment"``); a text of one word as it is."""
+    return KEY_RE.sub(r"\1 \2", key)
+
+
+# --- tasks/read.yml ------------------------------------------------------------------------------
+
+
+def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, list[str]]:
+    """What tasks/read.yml keeps of the files it slurped (the ``results`` of its slurp loop).
+
+    ``host_keys``: ``"type blob"`` of every ``ssh_host_*_key.pub``, sorted as Jinja sorts (ignoring
+    case); ``pinned_lines`` and ``authorized_lines``: the lines of ``ssh_dir``/known_hosts and
+    ``ssh_dir``/authorized_keys that are no comment and not empty, stripped. A missing file has none.
+    """
+    files: dict[str, str] = {}
+    for result in slurped or []:
+        files[str(result["source"])] = base64.b64decode(result["content"]).decode("utf-8", errors="surrogateescape")
+    host_keys = [_type_blob(text.strip()) for path, text in files.items() if HOST_KEY_FILE_RE.match(path)]
+    return {
+        "host_keys": sorted(host_keys, key=str.lower),
+        "pinned_lines": _lines(files.get(f"{ssh_dir}/known_hosts", "")),
+        "authorized_lines": _lines(files.get(f"{ssh_dir}/authorized_keys", "")),
+    }
+
+
+def host_names(nodes: Nodes) -> list[str]:
+    """The nodes' addresses that are host names (not written as an IPv4 or IPv6 address)."""
+    return [str(node["address"]) for node in nodes if not IP_RE.match(str(node["address"]))]
+
+
+def _getent(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``getent_ahosts`` of one result of the getent loop ({} when it has none)."""
+    found = (result.get("ansible_facts") or {}).get("getent_ahosts")
+    return found if isinstance(found, Mapping) else {}
+
+
+def unresolved(resolved: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The host names of the getent loop's results (``fail_key: false``) that found no address."""
+    return [
+        result.get("item")
+        for result in resolved or []
+        if not [value for value in _getent(result).values() if value is not None]
+    ]
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+
+def key_nodes(nodes: Nodes, master: str, mesh: Any) -> list[str]:
+    """Nodes that own a private key: every node when `mesh` is true (as Jinja reads it), else the master."""
+    return [str(node["name"]) for node in nodes] if mesh else [master]
+
+
+def from_addresses(nodes: Nodes, resolved: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The ``from=`` addresses of the role's authorised keys.
+
+    Every node's address written as an IP address, then the addresses this node's getent found for
+    the others (sshd matches sources by address only); never loopback, each once, in that order.
+    """
+    candidates = [str(node["address"]) for node in nodes]
+    for result in resolved or []:
+        candidates += [str(address) for address in _getent(result)]
+    out: list[str] = []
+    for address in candidates:
+        if IP_RE.match(address) and not LOOPBACK_RE.match(address) and address not in out:
+            out.append(address)
+    return out
+
+
+def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str) -> list[str]:
+    """``"type blob MARKER:node"`` for each key node's public key, to authorise on every node.
+
+    A node whose key does not exist (yet, in check mode) gives none: only what starts with ``ssh-``.
+    """
+    out = []
+    for name in owners:
+        keypair = (hostvars.get(name) or {}).get(KEYPAIR) or {}
+        line = f"{keypair.get('public_key', '')} {marker}:{name}"
+        if line.startswith("ssh-"):
+            out.append(line)
+    return out
+
+
+def stale_keys(authorized_lines: Iterable[str], wanted: Sequence[str], marker: str) -> list[str]:
+    """Lines of authorized_keys this role made (comment ``MARKER:node`` at the end) for keys no longer wanted.
+
+    A node that left, a key made anew: its line holds none of the wanted keys' blobs. Lines without
+    the marker, or with it anywhere but as the last word, are never stale.
+    """
+    ours = re.compile(r"\s" + re.escape(marker) + r":\S+\s*$")
+    blobs = "|".join(re.escape(line.split()[1]) for line in wanted) or "none"
+    kept = re.compile(r"\s(" + blobs + r")\s")
+    return [line for line in authorized_lines if ours.search(line) and not kept.search(line)]
+
+
+def keyless(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The nodes on which tasks/read.yml found no container host key."""
+    return [name for name in names if _fact(hostvars, name, HOST_KEYS) == []]
+
+
+# --- known_hosts ---------------------------------------------------------------------------------
+
+
+def known_host(hosts: Sequence[str], port: Any) -> str:
+    """The host field of a known_hosts line for `hosts` (a node's name and address): each once,
+    ``[host]:port``, or the bare host on port 22, joined by commas."""
+    pattern = r"\1" if int(port) == 22 else rf"[\1]:{port}"
+    unique = list(dict.fromkeys(str(host) for host in hosts))
+    return ",".join(WHOLE_RE.sub(pattern, host) for host in unique)
+
+
+def all_pinned(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """Every line pinned in any node's known_hosts, each once: a node that lost its file cannot re-trust alone."""
+    return list(dict.fromkeys(line for name in names for line in _fact(hostvars, name, PINNED_LINES)))
+
+
+def _pinned_for(pinned_lines: Iterable[str], name: str, address: str) -> list[str]:
+    """``"type blob"`` of the lines pinned for a node: by its name or address, on any port."""
+    alternatives = "|".join(re.escape(host) for host in (name, address))
+    hosts = re.compile(r"^([^\s,]*,)*(\[(" + alternatives + r")\]:\d+|(" + alternatives + r"))(,\S*)?\s")
+    keys = [re.sub(r"^\S+\s+(\S+)\s+(\S+).*$", r"\1 \2", line) for line in pinned_lines if hosts.search(line)]
+    return list(dict.fromkeys(keys))
+
+
+def key_changed(pinned: Sequence[str], current: Sequence[str]) -> bool:
+    """Whether a node's host key changed: a key pinned for it (``"type blob"``) is of a type the node
+    still offers but differs, or none of its pinned keys is offered any more. New key types next to
+    the pinned ones are not a change; a node with nothing pinned has not changed."""
+    if not pinned:
+        return False
+    if not set(pinned) & set(current):
+        return True
+    types = {key.split(" ", 1)[0] for key in current}
+    return any(key.split(" ", 1)[0] in types for key in pinned if key not in current)
+
+
+def changed(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
+    """The names of the nodes whose host keys (read on each) differ from those pinned in any node's
+    known_hosts (see key_changed), in the order of `nodes`."""
+    names = [str(node["name"]) for node in nodes]
+    pinned_lines = all_pinned(hostvars, names)
+    return [
+        str(node["name"])
+        for node in nodes
+        if key_changed(
+            _pinned_for(pinned_lines, str(node["name"]), str(node["address"])),
+            _fact(hostvars, str(node["name"]), HOST_KEYS),
+        )
+    ]
+
+
+# --- tasks/verify.yml ----------------------------------------------------------------------------
+
+
+def rows(hostvars: Mapping[str, Any], sources: Sequence[str]) -> Rows:
+    """``{source: {target: "ok" or ssh's error}}`` from each key node's run of the matrix script.
+
+    Each line is ``node<TAB>ok`` or ``node<TAB>failed<TAB>error``; an empty error reads "ssh failed".
+    A node whose loop did not run (skipped, or never reached) has an empty row.
+    """
+    out: Rows = {}
+    for source in sources:
+        result = (hostvars.get(source) or {}).get(ROW) or {}
+        row: dict[str, str] = {}
+        for line in result.get("stdout_lines") or []:
+            fields = line.split("\t")
+            status = fields[1] if len(fields) > 1 else ""
+            row[fields[0]] = "ok" if status == "ok" else " ".join(fields[2:]).strip() or "ssh failed"
+        out[source] = row
+    return out
+
+
+def failures(matrix_rows: Rows, sources: Sequence[str], names: Sequence[str], source: str | None = None) -> list[str]:
+    """``"source -> target: error"`` for every pair of a key node and a node that did not log in
+    (only those from `source` when it is given)."""
+    return [
+        f"{row_name} -> {target}: {matrix_rows.get(row_name, {}).get(target, NOT_RUN)}"
+        for row_name in sources
+        if source is None or row_name == source
+        for target in names
+        if matrix_rows.get(row_name, {}).get(target, NOT_RUN) != "ok"
+    ]
+
+
+def matrix(matrix_rows: Rows, names: Sequence[str], sources: Sequence[str], port: Any) -> list[str]:
+    """The printed ssh matrix: a title, a header of the node names, then one line per node: ``ok``,
+    ``FAILED`` or ``-`` (no result) per target, and a note on the rows of nodes without a key."""
+    width = max(len(name) for name in names) + 2
+
+    def cell(text: str) -> str:
+        return f"{text:<{width}}"  # as Jinja's "%-*s" | format(width, text)
+
+    lines = [f"ssh from the container of (row) to (column), port {port}:", cell("") + "".join(map(cell, names))]
+    for row_name in names:
+        cells = []
+        for target in names:
+            result = matrix_rows.get(row_name, {}).get(target, "-") if row_name in sources else "-"
+            cells.append(cell(result if result in ("ok", "-") else "FAILED"))
+        note = "" if row_name in sources else NO_KEY_NOTE
+        lines.append(cell(row_name) + "".join(cells) + note)
+    return lines
+
+
+class FilterModule:
+    """multinode.horovod.ssh_trust_* filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {
+            "ssh_trust_read_files": read_files,
+            "ssh_trust_host_names": host_names,
+            "ssh_trust_unresolved": unresolved,
+            "ssh_trust_key_nodes": key_nodes,
+            "ssh_trust_from": from_addresses,
+            "ssh_trust_wanted_keys": wanted_keys,
+            "ssh_trust_stale_keys": stale_keys,
+            "ssh_trust_keyless": keyless,
+            "ssh_trust_known_host": known_host,
+            "ssh_trust_changed": changed,
+            "ssh_trust_rows": rows,
+            "ssh_trust_failures": failures,
+            "ssh_trust_matrix": matrix,
+        }

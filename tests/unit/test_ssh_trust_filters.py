@@ -1,0 +1,513 @@
+"""ssh_trust's decisions (plugins/filter/ssh_trust.py): the same results as the role's former Jinja, and
+each decision's edge cases.
+
+fixtures/ssh_trust_jinja.json holds what that Jinja returned (rendered with Ansible's Templar before it
+was removed) for three sample clusters: the horovod_launch scenario's shape (gloo, port 12345, IPv4, a
+changed key, a node that lost its known_hosts, foreign and stale lines in authorized_keys), a mesh on
+port 22 with an IPv6 address and host names that resolve to several addresses (loopback among them),
+and a node whose name is its address and does not resolve.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from checkout import REPO, load
+
+f = load("plugins/filter/ssh_trust.py", "ssh_trust_filters")
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "ssh_trust_jinja.json").read_text())
+CASES = FIXTURE["cases"]
+MARK = "multinode-horovod"
+SSH_DIR = "/etc/multinode-horovod/ssh"
+PER_HOST = [(case, host) for case in CASES for host in case["inputs"]["hosts"]]
+IDS = [f"{case['name']}:{host}" for case, host in PER_HOST]
+
+
+def decisions(case: dict[str, Any], host: str) -> dict[str, Any]:
+    """Every decision the filters take on `host`, under the name the fixture gives the Jinja's result."""
+    inp = case["inputs"]
+    hostvars, nodes = inp["hostvars"], inp["ssh_trust_nodes"]
+    names = [node["name"] for node in nodes]
+    owners = f.key_nodes(nodes, inp["ssh_trust_master"], inp["ssh_trust_mesh"])
+    wanted = f.wanted_keys(hostvars, owners, MARK)
+    rows = f.rows(hostvars, owners)
+    return {
+        "__ssh_trust_host_names": f.host_names(nodes),
+        "__ssh_trust_from": f.from_addresses(nodes, inp["resolved"]),
+        "__ssh_trust_key_nodes": owners,
+        "__ssh_trust_has_key": host in owners,
+        "__ssh_trust_wanted_keys": wanted,
+        "__ssh_trust_stale_keys": f.stale_keys(hostvars[host]["__ssh_trust_authorized_lines"], wanted, MARK),
+        "__ssh_trust_all_pinned": f.all_pinned(hostvars, names),
+        "__ssh_trust_rows": rows,
+        "__ssh_trust_failures": f.failures(rows, owners, names),
+        "__ssh_trust_matrix": f.matrix(rows, names, owners, inp["ssh_trust_port"]),
+        "known_hosts_hosts": [f.known_host([n["name"], n["address"]], inp["ssh_trust_port"]) for n in nodes],
+        "keyless": f.keyless(hostvars, names),
+        "unresolved": f.unresolved(inp["resolved"]),
+        "changed": f.changed(hostvars, nodes),
+        "own_failures": f.failures(rows, owners, names, host),
+        "verify_print": f.matrix(rows, names, owners, inp["ssh_trust_port"]) + f.failures(rows, owners, names),
+    }
+
+
+@pytest.mark.parametrize(("case", "host"), PER_HOST, ids=IDS)
+def test_every_decision_is_what_the_jinja_returned(case, host):
+    expected = {k: v for k, v in case["expected"][host].items() if k not in ("__ssh_trust_names", "verify_fail_msg")}
+    assert decisions(case, host) == expected
+
+
+def test_the_fixture_covers_the_edge_cases():
+    """The samples hold what the edge cases need, so the comparison above means something."""
+    by_name = {case["name"]: case["expected"] for case in CASES}
+    gloo, mesh, odd = (
+        by_name[n] for n in ("gloo-ipv4-port-12345", "mesh-port-22-ipv6-host-names", "name-equals-address-unresolved")
+    )
+    assert gloo["launch-a"]["changed"] == ["launch-b"] and gloo["launch-a"]["__ssh_trust_stale_keys"]
+    assert mesh["node-a"]["changed"] == ["node-c"] and mesh["node-a"]["keyless"] == ["node-d"]
+    assert mesh["node-a"]["known_hosts_hosts"][1] == "node-b,2001:db8::11"
+    assert odd["h1"]["unresolved"] == ["h1", "x"] and odd["h1"]["known_hosts_hosts"][0] == "[h1]:2200"
+
+
+# --- the messages, rendered from the role's own task text ------------------------------------------
+
+
+def render(text: str, variables: dict[str, Any]) -> Any:
+    trusted = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in variables.items()}
+    return Templar(loader=DataLoader(), variables=trusted).template(trust_as_template(text))
+
+
+def verify_task(name: str) -> dict[str, Any]:
+    tasks = yaml.safe_load((REPO / "roles/ssh_trust/tasks/verify.yml").read_text())
+    return next(task for task in tasks if task["name"] == name)
+
+
+@pytest.mark.parametrize(("case", "host"), PER_HOST, ids=IDS)
+def test_the_verification_message_is_unchanged(case, host):
+    task = verify_task("Check that this container reaches every node with the pinned host key")
+    found = decisions(case, host)
+    variables = {
+        "inventory_hostname": host,
+        "__ssh_trust_changed": found["changed"],
+        "__ssh_trust_changed_text": task["vars"]["__ssh_trust_changed_text"],
+        # The task computes it with the filter; here the filter's result is given.
+        "__ssh_trust_own_failures": found["own_failures"],
+    }
+    assert render(task["ansible.builtin.assert"]["fail_msg"], variables) == case["expected"][host]["verify_fail_msg"]
+
+
+def test_a_changed_key_is_named_in_the_verification_message():
+    case = CASES[0]
+    assert "The host key of launch-b differs" in case["expected"]["launch-a"]["verify_fail_msg"]
+
+
+# --- read.yml ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", range(len(CASES[0]["reads"])))
+def test_read_files_is_what_the_jinja_kept(index):
+    sample = CASES[0]["reads"][index]
+    out = f.read_files(sample["results"], SSH_DIR)
+    expected = sample["out"]
+    assert {f"__ssh_trust_{k}": v for k, v in out.items()} == expected
+
+
+def slurp(files: dict[str, str]) -> list[dict[str, str]]:
+    return [{"source": p, "content": base64.b64encode(t.encode()).decode()} for p, t in files.items()]
+
+
+def test_read_files_keeps_type_and_blob_and_drops_comments():
+    out = f.read_files(
+        slurp(
+            {
+                "/etc/multinode-horovod/sshd/ssh_host_rsa_key.pub": "ssh-rsa BBB root@x\n",
+                "/etc/multinode-horovod/sshd/ssh_host_ed25519_key.pub": "ssh-ed25519 AAA root@x\n",
+                f"{SSH_DIR}/known_hosts": "# managed\n\n [a]:1 ssh-ed25519 AAA \n",
+                f"{SSH_DIR}/authorized_keys": "ssh-ed25519 K c\n#x\n",
+            }
+        ),
+        SSH_DIR,
+    )
+    assert out == {
+        "host_keys": ["ssh-ed25519 AAA", "ssh-rsa BBB"],
+        "pinned_lines": ["[a]:1 ssh-ed25519 AAA"],
+        "authorized_lines": ["ssh-ed25519 K c"],
+    }
+    assert f.read_files([], SSH_DIR) == {"host_keys": [], "pinned_lines": [], "authorized_lines": []}
+
+
+def test_host_names_are_the_addresses_that_are_not_ip_addresses():
+    nodes = [
+        {"name": "a", "address": "192.0.2.1"},
+        {"name": "b", "address": "fe80::1"},
+        {"name": "c", "address": "c.lan"},
+    ]
+    assert f.host_names(nodes) == ["c.lan"]
+
+
+def test_unresolved_names_the_keys_getent_found_nothing_for():
+    results = [
+        {"item": "ok.lan", "ansible_facts": {"getent_ahosts": {"192.0.2.5": ["STREAM"]}}},
+        {"item": "gone.lan", "ansible_facts": {"getent_ahosts": {"gone.lan": None}}},
+        {"item": "skipped.lan", "skipped": True},
+    ]
+    assert f.unresolved(results) == ["gone.lan", "skipped.lan"]
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+NODES = [{"name": "node-a", "address": "192.0.2.10"}, {"name": "node-b", "address": "192.0.2.11"}]
+
+
+@pytest.mark.parametrize(("mesh", "owners"), [(False, ["node-b"]), (True, ["node-a", "node-b"]), ("", ["node-b"])])
+def test_key_nodes_are_the_master_or_every_node_with_the_mesh(mesh, owners):
+    assert f.key_nodes(NODES, "node-b", mesh) == owners
+
+
+def resolved(*found: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"item": f"name{i}", "ansible_facts": {"getent_ahosts": hosts}} for i, hosts in enumerate(found)]
+
+
+def test_from_is_every_ip_address_then_the_resolved_ones_once_and_never_loopback():
+    nodes = [*NODES, {"name": "node-c", "address": "node-c.lan"}, {"name": "node-d", "address": "2001:db8::4"}]
+    found = resolved(
+        {"192.0.2.12": [], "2001:db8::12": [], "127.0.1.1": [], "::1": []},
+        {"192.0.2.10": [], "127.0.0.1": [], "::ffff:192.0.2.13": []},
+    )
+    assert f.from_addresses(nodes, found) == [
+        "192.0.2.10",
+        "192.0.2.11",
+        "2001:db8::4",
+        "192.0.2.12",
+        "2001:db8::12",
+        "::ffff:192.0.2.13",
+    ]
+    assert f.from_addresses(nodes, []) == ["192.0.2.10", "192.0.2.11", "2001:db8::4"]
+
+
+def test_a_loopback_node_address_is_dropped_too():
+    assert f.from_addresses([{"name": "x", "address": "127.0.0.1"}, *NODES], []) == ["192.0.2.10", "192.0.2.11"]
+
+
+def keypairs(**public: str) -> dict[str, Any]:
+    return {name.replace("_", "-"): {"__ssh_trust_keypair": {"public_key": key}} for name, key in public.items()}
+
+
+def test_wanted_keys_carry_the_marker_and_skip_keys_not_made_yet():
+    hostvars = keypairs(node_a="ssh-ed25519 AAA", node_b="")
+    hostvars["node-c"] = {"__ssh_trust_keypair": {"changed": True}}  # check mode: no key yet
+    assert f.wanted_keys(hostvars, ["node-a", "node-b", "node-c"], MARK) == [f"ssh-ed25519 AAA {MARK}:node-a"]
+
+
+def test_stale_keys_are_the_roles_lines_for_keys_no_longer_wanted():
+    wanted = [f"ssh-ed25519 AAA {MARK}:node-a"]
+    lines = [
+        f'from="192.0.2.10" ssh-ed25519 AAA {MARK}:node-a',  # wanted
+        f'from="192.0.2.10" ssh-ed25519 DDD {MARK}:node-d',  # a node that left
+        f"ssh-ed25519 OLD {MARK}:node-a  ",  # node-a's key before it was made anew
+        "ssh-ed25519 USER someone@laptop",  # foreign
+        f"ssh-ed25519 EEE x-{MARK}:node-e",  # foreign: the marker is not a word of its own
+        f"ssh-ed25519 FFF {MARK}:node-f more",  # foreign: the marker is not the last word
+    ]
+    assert f.stale_keys(lines, wanted, MARK) == [lines[1], lines[2]]
+
+
+def test_no_foreign_line_is_ever_stale():
+    foreign = ["ssh-ed25519 USER someone@laptop", "ssh-rsa X", 'from="10.0.0.1" ssh-ed25519 Y deploy']
+    assert f.stale_keys(foreign, [], MARK) == []
+
+
+def test_keyless_names_the_nodes_without_host_keys():
+    hostvars = {"a": {"__ssh_trust_host_keys": ["ssh-ed25519 A"]}, "b": {"__ssh_trust_host_keys": []}}
+    assert f.keyless(hostvars, ["a", "b"]) == ["b"]
+
+
+def test_a_node_that_did_not_read_its_keys_stops_with_a_message():
+    with pytest.raises(AnsibleFilterError, match="b has no __ssh_trust_host_keys"):
+        f.keyless({"a": {"__ssh_trust_host_keys": []}, "b": {}}, ["a", "b"])
+
+
+# --- known_hosts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hosts", "port", "field"),
+    [
+        (["node-a", "192.0.2.10"], 12345, "[node-a]:12345,[192.0.2.10]:12345"),
+        (["node-a", "192.0.2.10"], "12345", "[node-a]:12345,[192.0.2.10]:12345"),
+        (["node-a", "192.0.2.10"], 22, "node-a,192.0.2.10"),
+        (["node-a", "192.0.2.10"], "22", "node-a,192.0.2.10"),
+        (["node-b", "2001:db8::11"], 22, "node-b,2001:db8::11"),
+        (["node-b", "2001:db8::11"], 2222, "[node-b]:2222,[2001:db8::11]:2222"),
+        (["h1", "h1"], 2200, "[h1]:2200"),
+    ],
+)
+def test_known_host_pattern_for_the_port(hosts, port, field):
+    assert f.known_host(hosts, port) == field
+
+
+def test_all_pinned_is_the_union_of_every_nodes_lines():
+    hostvars = {
+        "a": {"__ssh_trust_pinned_lines": ["L1", "L2"]},
+        "b": {"__ssh_trust_pinned_lines": []},  # lost its file
+        "c": {"__ssh_trust_pinned_lines": ["L2", "L3"]},
+    }
+    assert f.all_pinned(hostvars, ["a", "b", "c"]) == ["L1", "L2", "L3"]
+
+
+ED, ED2, RSA, EC = "ssh-ed25519 E1", "ssh-ed25519 E2", "ssh-rsa R1", "ecdsa-sha2-nistp256 C1"
+
+
+@pytest.mark.parametrize(
+    ("pinned", "current", "is_changed"),
+    [
+        ([ED, RSA], [ED, RSA], False),
+        ([ED], [ED, EC], False),  # a key type added is not a change
+        ([ED, RSA], [ED], False),  # a type no longer offered, the others the same
+        ([ED, RSA], [ED2, RSA], True),  # a key of a type still offered changed
+        ([RSA], [ED], True),  # none of the pinned keys is offered any more
+        ([ED], [], True),
+        ([], [ED], False),  # nothing pinned: a new node
+    ],
+)
+def test_key_changed_is_type_aware(pinned, current, is_changed):
+    assert f.key_changed(pinned, current) is is_changed
+
+
+def host(keys: list[str], pinned: list[str] | None = None) -> dict[str, Any]:
+    return {"__ssh_trust_host_keys": keys, "__ssh_trust_pinned_lines": pinned or []}
+
+
+def test_changed_finds_pins_by_name_or_address_on_any_port_in_any_nodes_file():
+    nodes = [{"name": "a", "address": "192.0.2.1"}, {"name": "b", "address": "2001:db8::2"}]
+    # b lost its known_hosts; a pinned b's key by address on another port.
+    hostvars = {"a": host([ED], ["[a]:22,[192.0.2.1]:22 " + ED, "[2001:db8::2]:2222 " + ED]), "b": host([ED2])}
+    assert f.changed(hostvars, nodes) == ["b"]
+    hostvars["a"]["__ssh_trust_pinned_lines"] = ["192.0.2.1 " + ED, "b,2001:db8::2 " + ED2]  # port 22, bare
+    assert f.changed(hostvars, nodes) == []
+
+
+def test_changed_ignores_other_hosts_hashed_and_marked_lines():
+    nodes = [{"name": "a", "address": "10.0.0.1"}]
+    lines = ["ab,10.0.0.11 " + ED2, "[10.0.0.1x]:22 " + ED2, "|1|salt|hash " + ED2, "@revoked a " + ED2]
+    assert f.changed({"a": host([ED], lines)}, nodes) == []
+    assert f.changed({"a": host([ED], [*lines, "x,[a]:1,y " + ED2])}, nodes) == ["a"]
+
+
+# --- verify.yml ----------------------------------------------------------------------------------
+
+
+def row(*lines: str) -> dict[str, Any]:
+    return {"__ssh_trust_row": {"stdout_lines": list(lines)}}
+
+
+def test_rows_parse_ok_failed_and_an_empty_error():
+    hostvars = {
+        "a": row("a\tok", "b\tfailed\tHost key verification failed. ", "c\tfailed\t", "d\tfailed\tx\ty"),
+        "b": {"__ssh_trust_row": {"skipped": True}},
+    }
+    assert f.rows(hostvars, ["a", "b", "c"]) == {
+        "a": {"a": "ok", "b": "Host key verification failed.", "c": "ssh failed", "d": "x y"},
+        "b": {},
+        "c": {},
+    }
+
+
+def test_failures_name_each_pair_and_the_pairs_that_did_not_run():
+    rows = {"a": {"a": "ok", "b": "Permission denied (publickey)."}, "b": {}}
+    assert f.failures(rows, ["a", "b"], ["a", "b"]) == [
+        "a -> b: Permission denied (publickey).",
+        "b -> a: no result (the ssh loop did not run)",
+        "b -> b: no result (the ssh loop did not run)",
+    ]
+    assert f.failures(rows, ["a", "b"], ["a", "b"], "a") == ["a -> b: Permission denied (publickey)."]
+
+
+def test_matrix_text_mesh_off():
+    rows = {"node-a": {"node-a": "ok", "node-b": "Host key verification failed."}}
+    assert f.matrix(rows, ["node-a", "node-b"], ["node-a"], 12345) == [
+        "ssh from the container of (row) to (column), port 12345:",
+        "        node-a  node-b  ",
+        "node-a  ok      FAILED  ",
+        "node-b  -       -       (no key: ssh_trust_mesh is false)",
+    ]
+
+
+def test_matrix_text_mesh_on_with_a_missing_row():
+    rows = {"a": {"a": "ok", "bb": "ok"}, "bb": {}}
+    assert f.matrix(rows, ["a", "bb"], ["a", "bb"], 22) == [
+        "ssh from the container of (row) to (column), port 22:",
+        "    a   bb  ",
+        "a   ok  ok  ",
+        "bb  -   -   ",
+    ]
+
+
+def test_the_filters_are_registered():
+    assert set(f.FilterModule().filters()) == {
+        f"ssh_trust_{name}"
+        for name in (
+            "read_files",
+            "host_names",
+            "unresolved",
+            "key_nodes",
+            "from",
+            "wanted_keys",
+            "stale_keys",
+            "keyless",
+            "known_host",
+            "changed",
+            "rows",
+            "failures",
+            "matrix",
+        )
+    }
+    for name in f.FilterModule().filters():
+        assert (REPO / "plugins" / "filter" / f"{name}.yml").is_file(), name
+
+
+def test_vars_main_holds_constants_only():
+    """Every template in vars/main.yml names only other variables of that file."""
+    constants = yaml.safe_load((REPO / "roles/ssh_trust/vars/main.yml").read_text())
+    for name, value in constants.items():
+        assert "{%" not in str(value), name
+        used = {expression.strip() for expression in re.findall(r"{{(.*?)}}", str(value))}
+        assert used <= set(constants), (name, used - set(constants))
+
+
+# --- the role's own tasks, through ansible-playbook ----------------------------------------------
+# The decisions above, called as the role's tasks call them: their text taken from the role, hostvars
+# Ansible's own, the facts those of the samples. Only the tasks that read no host run here.
+
+ROLE_TASKS = {
+    "assert.yml": ["Name the nodes and those that hold a key"],
+    "pins.yml": ["Find nodes whose host key differs from the pinned one"],
+    "main.yml": ["Decide which keys to authorise, which to remove, and from where"],
+    "verify.yml": ["Read every node's row of the ssh matrix", "Print the ssh matrix"],
+}
+FACTS = (
+    "__ssh_trust_host_keys",
+    "__ssh_trust_pinned_lines",
+    "__ssh_trust_authorized_lines",
+    "__ssh_trust_keypair",
+    "__ssh_trust_row",
+)
+
+
+def role_task(path: str, name: str) -> dict[str, Any]:
+    tasks = yaml.safe_load((REPO / "roles/ssh_trust/tasks" / path).read_text())
+    return next(task for task in tasks if task["name"] == name)
+
+
+def role_playbook(case: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    inp = case["inputs"]
+    tasks: list[dict[str, Any]] = [
+        {
+            "name": "Take the sample's facts",
+            "ansible.builtin.set_fact": {
+                **{fact: f"{{{{ sample.hostvars[inventory_hostname]['{fact}'] | default(omit) }}}}" for fact in FACTS},
+                "__ssh_trust_resolved": {"results": "{{ sample.resolved }}"},
+            },
+        }
+    ]
+    for path, names in ROLE_TASKS.items():
+        tasks += [role_task(path, name) for name in names]
+    tasks[-1] = {**tasks[-1], "register": "__printed"}
+    tasks.append(role_task("verify.yml", "Check that this container reaches every node with the pinned host key"))
+    tasks[-1] = {**tasks[-1], "register": "__checked", "ignore_errors": True}
+    tasks.append(
+        {
+            "name": "Write what was decided",
+            "ansible.builtin.copy": {
+                "dest": f"{out}/{{{{ inventory_hostname }}}}.json",
+                "mode": "0600",
+                "content": "{{ __decided | to_json }}",
+            },
+            "vars": {
+                "__decided": {
+                    "names": "{{ __ssh_trust_names }}",
+                    "key_nodes": "{{ __ssh_trust_key_nodes }}",
+                    "has_key": "{{ __ssh_trust_has_key }}",
+                    "changed": "{{ __ssh_trust_changed }}",
+                    "wanted": "{{ __ssh_trust_wanted_keys }}",
+                    "stale": "{{ __ssh_trust_stale_keys }}",
+                    "from": "{{ __ssh_trust_from }}",
+                    "rows": "{{ __ssh_trust_rows }}",
+                    # run_once: the first host printed it.
+                    "printed": "{{ hostvars[ansible_play_hosts[0]]['__printed'].msg }}",
+                    "checked": "{{ __checked.msg }}",
+                    "known_hosts": "{{ lookup('ansible.builtin.template', known_hosts) }}",
+                },
+            },
+        }
+    )
+    return [
+        {
+            "name": "ssh_trust's decisions",
+            "hosts": "all",
+            "gather_facts": False,
+            "vars": {
+                "sample": inp,
+                "ssh_trust_nodes": inp["ssh_trust_nodes"],
+                "ssh_trust_master": inp["ssh_trust_master"],
+                "ssh_trust_mesh": inp["ssh_trust_mesh"],
+                "ssh_trust_port": inp["ssh_trust_port"],
+                "ssh_trust_replace_host_keys": [],
+                "known_hosts": str(REPO / "roles/ssh_trust/templates/known_hosts.j2"),
+            },
+            # The role's constants, as the role has them.
+            "vars_files": [str(REPO / "roles/ssh_trust/vars/main.yml")],
+            "tasks": tasks,
+        }
+    ]
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+@pytest.mark.parametrize("case", CASES[:2], ids=[case["name"] for case in CASES[:2]])
+def test_the_roles_tasks_decide_as_the_jinja_did(case, tmp_path):
+    inp = case["inputs"]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(role_playbook(case, tmp_path), sort_keys=False))
+    hosts = {
+        host: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable} for host in inp["hosts"]
+    }
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    run = subprocess.run(
+        ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    for host in inp["hosts"]:
+        got = json.loads((tmp_path / f"{host}.json").read_text())
+        want = case["expected"][host]
+        assert got["names"] == want["__ssh_trust_names"]
+        assert got["key_nodes"] == want["__ssh_trust_key_nodes"]
+        assert got["has_key"] is want["__ssh_trust_has_key"]
+        assert got["changed"] == want["changed"]
+        assert got["wanted"] == want["__ssh_trust_wanted_keys"]
+        assert got["stale"] == want["__ssh_trust_stale_keys"]
+        assert got["from"] == want["__ssh_trust_from"]
+        assert got["rows"] == want["__ssh_trust_rows"]
+        assert got["printed"] == want["verify_print"]
+        passed = f"{host} reaches every node on port {inp['ssh_trust_port']} with the pinned host key."
+        assert got["checked"] == (want["verify_fail_msg"] if want["own_failures"] or want["changed"] else passed)
+        pinned = [
+            f"{field} {key}"
+            for node, field in zip(inp["ssh_trust_nodes"], want["known_hosts_hosts"], strict=True)
+            for key in inp["hostvars"][node["name"]]["__ssh_trust_host_keys"]
+        ]
+        assert [line for line in got["known_hosts"].splitlines() if line and not line.startswith("#")] == pinned
