@@ -1,13 +1,43 @@
-"""This checkout's plugins and tools, loaded by path (they are files of a collection, not a package)."""
+"""This checkout's plugins and tools, loaded by path (they are files of a collection, not a package).
+
+``COLLECTIONS`` is a collections directory that holds this checkout as ``multinode.horovod`` (a link
+in the temporary directory, one per user and checkout, reused by every run and every pytest worker):
+the stand-in for `make venv`'s link under .cache, so that `pytest tests/unit` in a fresh clone imports
+the plugins and runs ansible-playbook with nothing set up first.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def collections_dir() -> Path:
+    """The collections directory of this checkout, its link made or repointed atomically (workers race)."""
+    digest = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"mnh-collections-{os.getuid()}-{digest}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    if root.stat().st_uid != os.getuid():  # someone else's directory: use a private one instead
+        root = Path(tempfile.mkdtemp(prefix="mnh-collections-"))
+    namespace = root / "ansible_collections" / "multinode"
+    namespace.mkdir(parents=True, exist_ok=True)
+    link = namespace / "horovod"
+    if not (link.is_symlink() and Path(os.readlink(link)) == REPO):
+        tmp = namespace / f".horovod.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(REPO)
+        os.replace(tmp, link)
+    return root
+
+
+COLLECTIONS = collections_dir()
 
 
 def load(relpath: str, name: str) -> ModuleType:

@@ -1,20 +1,24 @@
-"""Make this checkout importable as ``ansible_collections.multinode.horovod`` in a fresh clone.
+"""Make this checkout usable by the unit tests in a fresh clone, with nothing set up first.
 
 Plugins import the collection's shared code (plugins/module_utils) by its collection name, as Ansible
-loads it. A link in a temporary directory stands in for `make venv`'s link, so `pytest tests/unit`
-needs nothing set up first.
+loads it: ``checkout.COLLECTIONS`` (a link in a temporary directory that stands in for `make venv`'s
+link) goes on sys.path. The tests that run ansible-playbook or ansible-galaxy find them on PATH: the
+directory of the interpreter that runs pytest goes first on PATH when it holds them, so
+`.venv/bin/pytest tests/unit` runs those tests instead of skipping them when the venv is not activated.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-_root = Path(tempfile.mkdtemp(prefix="mnh-collections-"))
-(_root / "ansible_collections" / "multinode").mkdir(parents=True)
-(_root / "ansible_collections" / "multinode" / "horovod").symlink_to(REPO)
-sys.path.insert(0, str(_root))
+from checkout import COLLECTIONS  # importable once the line above has run
+
+sys.path.insert(0, str(COLLECTIONS))
+
+_bin = Path(sys.executable).parent
+if (_bin / "ansible-playbook").is_file() and str(_bin) not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([str(_bin), *filter(None, [os.environ.get("PATH")])])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +62,7 @@ def workspace(tmp_path: Path, origin: Path, version: str, **extra: object) -> tu
     }
     tasks = [{"ansible.builtin.include_role": {"name": "multinode.horovod.horovod_launch", "tasks_from": "workspace"}}]
     book.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "vars": variables, "tasks": tasks}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
     res = subprocess.run(
         ["ansible-playbook", str(book)],
         env=env,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 TWO_GPUS = "GPU 0: NVIDIA H200 (UUID: GPU-0)\nGPU 1: NVIDIA H200 (UUID: GPU-1)\n"
@@ -36,7 +37,7 @@ def run(tmp_path: Path, *args: str, book: str = "site.yml", **node: Any) -> str:
     data = {"all": {"children": {"horovod_cluster": {"children": {"horovod_master": {"hosts": {"node-a": host}}}}}}}
     inv = tmp_path / "hosts.yml"
     inv.write_text(yaml.safe_dump(data))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
     res = subprocess.run(
         ["ansible-playbook", book, "-i", str(inv), "--tags", "probe", *args],
         cwd=REPO,

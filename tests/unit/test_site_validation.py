@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = "Fix the inventory first (nothing was changed)"
@@ -184,7 +185,7 @@ def write(tmp_path: Path, data: Any) -> Path:
 
 
 def playbook(inv: Path, *args: str, book: str = "site.yml") -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     return subprocess.run(
         ["ansible-playbook", book, "-i", str(inv), *args],
