@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 # multinode.horovod — developer entry points. `make help` lists them.
 # Everything a fresh Debian machine lacks is installed by these targets themselves.
 SHELL := /bin/bash

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark of the site's gate (playbooks/gate.yml) on generated inventories of 8 to 64 nodes.
 
 Each inventory has one master and N-1 workers on TEST-NET addresses that nothing answers; the run is

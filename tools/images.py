@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Build the project's container images locally, cached by a hash of their recipe.
 
 Nothing here needs a container registry. The root image ``base`` is Debian bookworm: pulled as

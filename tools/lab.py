@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The local lab: three Docker-in-Docker machines that stand in for GPU servers (docs/architecture.md "The lab").
 
 ``up`` creates (or reuses) the machines ``lab-master``, ``lab-worker1`` and ``lab-worker2`` from the

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Prepare a Debian machine to run this project's tests and lab.
 
 Idempotent and quick when everything is there: installs the Debian packages the test beds need

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Run Molecule scenarios one after the other, the way `make molecule` does.
 
 For each scenario: run `molecule destroy -s <scenario>`, then `molecule test -s <scenario>

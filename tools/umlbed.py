@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A test bed of real Linux kernels: User-mode Linux instances on a private host bridge.
 
 Used by the ``storage`` Molecule scenario, which needs kernels that can export and mount NFS (the

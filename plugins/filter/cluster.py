@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the site playbook: the gate on the inventory, and the inventory turned into role input.
 
 `cluster_report` and `cluster_problems` list everything wrong with an inventory (the rules live in

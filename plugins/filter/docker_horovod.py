@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the docker_horovod role: parse what the host and Docker report, validate inputs.
 
 Kept in Python (not Jinja) so that the parsing of lspci, nvidia-smi, docker top and pip output is

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What kind of git ref horovod_launch_code_version names, from ``git ls-remote --tags --heads``.
 
 Kept in Python so that it is unit-tested (tests/unit/test_horovod_code_filter.py).

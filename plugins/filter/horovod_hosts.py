@@ -1,5 +1,5 @@
-# Copyright: multinode.horovod developers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that turn a Horovod host list into what horovodrun needs, and read what it prints.
 
 A host list is ``[{name, address, slots}, ...]``: ``name`` is the inventory name, ``address``

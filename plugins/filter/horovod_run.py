@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of horovod_launch's run handling: the default run identity, the run table, running jobs.
 
 Kept in Python so that they are unit-tested (tests/unit/test_horovod_run_filters.py).

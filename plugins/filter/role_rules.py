@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The roles' input rules, as a filter for their own tasks/assert.yml.
 
 Each role keeps its controller-side rules (what its inputs may be, before any host is read) in

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The docker_horovod role's input rules that need no host (the interface: plugins/filter/role_rules.py).
 
 ``problems(inputs)`` returns ``(variable, message)`` for every input the role would refuse. The role

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """How the docker_horovod role reads its values: Docker sizes, image references, container names.
 
 Pure functions shared by the role's filters (plugins/filter/docker_horovod.py) and its input rules

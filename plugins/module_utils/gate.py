@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The site's gate: the whole inventory checked before any play touches a host.
 
 The site playbook maps a few cluster settings (``horovod_*``, table ``SETTINGS``) and the inventory

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What a Horovod host list is: ``[{name, address, slots}, ...]``, and every way one can be wrong.
 
 ``name`` is the inventory name, ``address`` what the other nodes use to reach it (it goes into

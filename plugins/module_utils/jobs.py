@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What counts as a running training job in a node's Horovod container: the one definition.
 
 docker_horovod's job guard (roles/docker_horovod/tasks/job_guard.yml, from ``docker top`` on the host)

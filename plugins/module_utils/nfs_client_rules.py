@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Input rules of the nfs_client role: what may go into an fstab line, checked on the controller.
 
 Every mount becomes ``<server>:<path> <mountpoint> nfs <option>,<option> 0 0`` in fstab, so each part

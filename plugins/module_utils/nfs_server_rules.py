@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Input rules of the nfs_server role: what may go into an exports line, checked on the controller.
 
 Every value ends up in ``<path> <client>(<option>,<option>) ...`` of the role's exports file, so each

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Whole numbers as inventories give them: an int, or a string of digits (``-e port=2222`` is a string).
 
 One parser for every rule that takes a number (ports, slots, timeouts), accepting what Ansible's own

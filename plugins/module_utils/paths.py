@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """One rule for every directory the collection exports, mounts, bind-mounts or writes to.
 
 A path is accepted when it has this shape, and only then:

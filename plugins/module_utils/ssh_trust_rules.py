@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """ssh_trust's controller-side input rules: what its variables may be, before any host is read.
 
 ``problems(inputs)`` takes the role's variables by their full names and returns ``(variable, message)``

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Check docker_horovod's GPU detection on a real NVIDIA host (no Docker or network needed):
 # records what the driver reports, then runs tests/gpu/detect.yml against this host.
 #   tests/gpu/run.sh [OUTPUT_DIR]      (default: ./gpu-check)

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """This checkout's plugins and tools, loaded by path (they are files of a collection, not a package).
 
 ``COLLECTIONS`` is a collections directory that holds this checkout as ``multinode.horovod`` (a link

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Make this checkout usable by the unit tests in a fresh clone, with nothing set up first.
 
 Plugins import the collection's shared code (plugins/module_utils) by its collection name, as Ansible

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The gate's rules (plugins/module_utils/gate.py) through the site's filters (plugins/filter/cluster.py)."""
 
 from __future__ import annotations

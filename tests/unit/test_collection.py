@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The collection builds, installs offline from its tarball, and documents every role."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Every conditional in the repository's YAML is a string (or a bool).
 
 A list item such as ``- x is search('^a: b')`` is a mapping to YAML (``: `` inside a plain scalar), and

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The container_sshd role's input rules (plugins/module_utils/container_sshd_rules.py)."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of plugins/filter/docker_horovod.py (the docker_horovod role's parsing and validation)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """horovod_code_ref_kind: a pinned ref is a tag or a full commit id; a branch, a short id or a typo is not."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for plugins/filter/horovod_hosts.py, imported from this checkout."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """horovod_launch's input rules (plugins/module_utils/horovod_launch_rules.py): each rule fed its bad case."""
 
 from __future__ import annotations

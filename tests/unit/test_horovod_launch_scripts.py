@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the helper scripts of roles/horovod_launch/files (progress and probe)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for plugins/filter/horovod_run.py and plugins/module_utils/jobs.py."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for roles/horovod_launch/files/horovod_run.py (status, ranks up, stop) and the probe's processes.
 
 The helper reads /proc, so these tests start real processes with and without the run's environment.

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of plugins/modules/image_archive_info.py and the filter docker_horovod_archive_problem."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """tools/images.py: recipe parents and hashes decide when an image is rebuilt."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """horovod_launch's workspace tasks (the checkout of the training code), run on this machine itself.
 
 A local connection and a git repository in a temporary directory: a tag and a full commit id are

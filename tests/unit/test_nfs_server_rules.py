@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Input rules of nfs_server (plugins/module_utils/nfs_server_rules.py)."""
 
 from __future__ import annotations

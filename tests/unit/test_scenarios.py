@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """tools/scenarios.py: every scenario runs, and the end of the output names the failure."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """SECURITY.md points every guarantee at the test that proves it: those tests must exist.
 
 Every path in backticks must exist, every `test_...` name must be a test function in the repository

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The gate's host-side probe (playbooks/tasks/probe_node.yml), run on this machine itself.
 
 The node is this machine through a local connection (so nothing else is contacted); GPUs come from

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The gate: every broken inventory stops the whole site before any host is touched.
 
 Each case is a malformed inventory run through the full `ansible-playbook site.yml` (no tags) against

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """ssh_trust's input rules (plugins/module_utils/ssh_trust_rules.py): each rule fed its bad case."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Pure parts of tools/umlbed.py: addresses, names, command lines, the recipe hash, the state files."""
 
 import ipaddress

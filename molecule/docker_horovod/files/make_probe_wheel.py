@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Write the scenario's probe wheel: a tiny pure-Python distribution, built without network or
 build tools (a wheel is a zip with a dist-info directory), so prepare.yml needs only Python."""
 

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Checks, from outside the roles, that the containers trust each other the way issues 4 and 12 ask.
 
 Every test runs on each machine of the scenario (launch-a is the master, the only node with a key:

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Effects of nfs_client on a container host (fstab only: this kernel cannot mount NFS)."""
 
 # The scenario has both roles' hosts; these tests are about nfs-client-host only.

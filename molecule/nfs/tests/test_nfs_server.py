@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Effects of nfs_server on a container host (no kernel NFS: exportfs updates its table only)."""
 
 # The scenario has both roles' hosts; these tests are about nfs-server-host only.

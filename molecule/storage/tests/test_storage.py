@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """NFS between real kernels (UML instances): what one worker writes the master and the other worker
 read, only the workers may mount, and a worker's mount comes back after a reboot (fstab).
 

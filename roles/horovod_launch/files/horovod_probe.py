@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Copyright: multinode.horovod developers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Describe this Horovod container for the preflight of multinode.horovod.horovod_launch.
 
 Runs inside a node's Horovod container and prints one JSON object: hostname, Horovod version, IPv4

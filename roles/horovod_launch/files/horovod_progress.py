@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Copyright: multinode.horovod developers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Wait a little for a horovod_launch run and print one line about it.
 
 ``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run

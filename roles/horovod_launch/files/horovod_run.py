@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The runs of multinode.horovod.horovod_launch, seen from inside the Horovod containers.
 
 Runs in the master's container as ``python3 -c "$(cat horovod_run.py)" COMMAND ...`` (docker exec) and

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Copyright: multinode.horovod developers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A small, self-checking Horovod + PyTorch training job on synthetic data.
 
 What multinode.horovod.horovod_launch runs when no command is given. Nothing is downloaded: each

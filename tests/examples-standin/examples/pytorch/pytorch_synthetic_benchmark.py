@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# SPDX-License-Identifier: Apache-2.0
-# Copyright: multinode.horovod developers
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Synthetic-data throughput benchmark of a torchvision model under Horovod.
 
 Written for multinode.horovod as a stand-in for Horovod's script of the same name (same options,
