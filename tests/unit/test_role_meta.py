@@ -1,0 +1,84 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Every role's meta/main.yml tells the truth: the Ansible it needs and the platforms it is tested on.
+
+TESTED is the one list of what the test beds run (every image of tools/images.py is Debian
+bookworm). A role declares exactly these platforms, needs the ansible-core that meta/runtime.yml
+requires, and ships vars/<name>.yml only for a declared platform (the NFS roles load
+vars/<os_family>.yml, vars/<distribution>.yml and vars/<distribution>_<major version>.yml).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from checkout import load
+
+REPO = Path(__file__).resolve().parents[2]
+ROLES = sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/main.yml"))
+TESTED = {"Debian": ["bookworm"]}
+MAJOR = {"bookworm": "12"}  # ansible_facts['distribution_major_version'] of each tested release
+
+
+def version(text: str) -> tuple[int, ...]:
+    parts = [int(p) for p in text.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def required_ansible() -> tuple[int, ...]:
+    spec = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["requires_ansible"]
+    match = re.fullmatch(r">=\s*([0-9.]+)(?:\s*,.*)?", spec.strip())
+    assert match, f"meta/runtime.yml: requires_ansible {spec!r} has no '>=' minimum first"
+    return version(match.group(1))
+
+
+def galaxy_info(role: str) -> dict:
+    return yaml.safe_load((REPO / "roles" / role / "meta" / "main.yml").read_text())["galaxy_info"]
+
+
+def declared(info: dict) -> dict[str, list[str]]:
+    return {p["name"]: [str(v) for v in p.get("versions", [])] for p in info.get("platforms", [])}
+
+
+def stray_vars_files(role_dir: Path, platforms: dict[str, list[str]]) -> list[str]:
+    """vars/<name>.yml files of a role that name no declared platform."""
+    allowed = {"main"} | set(platforms)
+    allowed |= {f"{name}_{MAJOR[v]}" for name, versions in platforms.items() for v in versions if v in MAJOR}
+    return sorted(p.name for p in (role_dir / "vars").glob("*.yml") if p.stem not in allowed)
+
+
+def test_the_tested_list_is_what_the_test_images_run():
+    images = load("tools/images.py", "mnh_images_meta")
+    assert images.DEBIAN_SUITE in TESTED["Debian"]
+    assert set(MAJOR) == {v for versions in TESTED.values() for v in versions}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_min_ansible_version_is_what_runtime_yml_requires(role):
+    minimum = galaxy_info(role)["min_ansible_version"]
+    assert isinstance(minimum, str), f"{role}: quote min_ansible_version ({minimum!r} is read as a number)"
+    assert version(minimum) == required_ansible(), f"{role}: min_ansible_version {minimum} != meta/runtime.yml"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_platforms_are_exactly_the_tested_ones(role):
+    assert declared(galaxy_info(role)) == TESTED
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_os_vars_files_belong_to_a_declared_platform(role):
+    assert stray_vars_files(REPO / "roles" / role, declared(galaxy_info(role))) == []
+
+
+def test_a_vars_file_of_an_undeclared_platform_is_found(tmp_path):
+    (tmp_path / "vars").mkdir()
+    for name in ("main", "Debian", "Debian_12", "Debian_11", "RedHat", "Ubuntu"):
+        (tmp_path / "vars" / f"{name}.yml").write_text("---\n")
+    assert stray_vars_files(tmp_path, TESTED) == ["Debian_11.yml", "RedHat.yml", "Ubuntu.yml"]
+
+
+def test_version_compares_padded():
+    assert version("2.18") == version("2.18.0") != version("2.16")
