@@ -20,6 +20,12 @@ context as ``extra-ca.crt`` and the recipes add it to the image's trust store be
 apt over https. It is ``--extra-ca-bundle``, else ``MNH_EXTRA_CA_BUNDLE`` when that is set (empty:
 none), else this machine's own bundle ``/etc/ssl/certs/ca-certificates.crt`` when it has one, so the
 images trust what the host trusts, whoever calls this tool (``make``, Molecule or a person).
+
+A build says how far it is while it runs (the CPU Horovod image takes about 13 minutes on a fresh
+machine): one line per Dockerfile step as the builder starts it (the classic builder's ``Step 3/9 :``
+and BuildKit's plain ``#7 [3/9]`` alike) and per debootstrap phase, each with the time since the build
+began, and a line every minute while a step runs on. The builder's whole output goes to a log file,
+whose last lines are shown when the build fails. Plain text, no colours: readable in a CI log.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +52,15 @@ DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debia
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")
 EXTRA_CA_ENV = "MNH_EXTRA_CA_BUNDLE"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+# A Dockerfile step as the builder announces it: the classic builder, then BuildKit's plain progress
+# (``#7 [3/9] RUN ...``, or ``#7 [stage 3/9] ...`` in a multi-stage build).
+STEP_RES = (
+    re.compile(r"^Step (\d+)/(\d+) : (.*)$"),
+    re.compile(r"^#\d+ \[(?:\S+ )?(\d+)/(\d+)\] (.*)$"),
+)
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+HEARTBEAT_S = 60.0
+STEP_WIDTH = 100
 
 
 def log(msg: str) -> None:
@@ -139,6 +155,91 @@ def current_hash(name: str) -> str | None:
     return res.stdout.strip() or None
 
 
+def elapsed(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def plain(line: str) -> str:
+    """A line of builder output without colours, cursor moves or trailing blanks."""
+    return ANSI_RE.sub("", line).replace("\r", "").rstrip()
+
+
+def build_step(line: str) -> str | None:
+    """``step 3/9 RUN ...`` when the line starts a Dockerfile step, else None."""
+    line = plain(line)
+    for step_re in STEP_RES:
+        match = step_re.match(line)
+        if match:
+            number, total, what = match.groups()
+            what = " ".join(what.split())
+            if len(what) > STEP_WIDTH:
+                what = what[: STEP_WIDTH - 3] + "..."
+            return f"step {number}/{total} {what}"
+    return None
+
+
+def debootstrap_phase(line: str) -> str | None:
+    """The phase of an ``I: <Phase> ...`` line of debootstrap (Retrieving, Extracting, Unpacking, ...)."""
+    line = plain(line)
+    return line[3:].split()[0].rstrip(".:") if line.startswith("I: ") and len(line) > 3 else None
+
+
+def run_with_progress(
+    argv: Sequence[str],
+    label: str,
+    log_file: Path,
+    milestone: Callable[[str], str | None],
+    *,
+    stderr: int | None = subprocess.STDOUT,
+    env: Mapping[str, str] | None = None,
+    heartbeat: float | None = None,
+) -> int:
+    """Run argv with its output in log_file and say how far it is: one line per new milestone (what
+    ``milestone`` makes of an output line), and one every ``heartbeat`` seconds (HEARTBEAT_S) without
+    one. Returns the exit status."""
+    heartbeat = HEARTBEAT_S if heartbeat is None else heartbeat
+    start = time.monotonic()
+    seen: set[str] = set()
+    state = {"last": start, "at": ""}
+    lock = threading.Lock()
+
+    def say(text: str) -> None:
+        with lock:
+            state["last"] = time.monotonic()
+            log(f"{label}: {text} ({elapsed(state['last'] - start)})")
+
+    with log_file.open("w", encoding="utf-8", errors="replace") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=None if env is None else dict(env),
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+        assert proc.stdout is not None
+
+        def read() -> None:
+            for line in proc.stdout:
+                out.write(line)
+                out.flush()
+                found = milestone(line)
+                if found and found not in seen:
+                    seen.add(found)
+                    state["at"] = found
+                    say(found)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        while reader.is_alive():
+            reader.join(timeout=min(1.0, heartbeat))
+            if reader.is_alive() and time.monotonic() - state["last"] >= heartbeat:
+                say("still running" + (f", at {state['at']}" if state["at"] else ""))
+        return proc.wait()
+
+
 def build_base(want: str, source: str) -> None:
     if source in ("auto", "pull"):
         pulled = docker("pull", f"debian:{DEBIAN_SUITE}", check=False, capture=True, timeout=120)
@@ -152,11 +253,12 @@ def build_base(want: str, source: str) -> None:
         raise SystemExit("images: debootstrap is missing (apt-get install debootstrap), or use --base-source pull")
     with tempfile.TemporaryDirectory(prefix="mnh-base-") as tmp:
         root = Path(tmp) / "root"
-        subprocess.run(
-            ["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        argv = ["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR]
+        # Its messages (stdout) give the phases; its errors (stderr) reach the terminal as before.
+        log_file = Path(tmp) / "debootstrap.log"
+        rc = run_with_progress(argv, "base (debootstrap)", log_file, debootstrap_phase, stderr=None)
+        if rc != 0:
+            raise subprocess.CalledProcessError(rc, argv)
         # Keep the image small and its apt lists out of it, as the official image does.
         subprocess.run(["chroot", str(root), "apt-get", "clean"], check=True)
         for lists in (root / "var/lib/apt/lists").glob("*_*"):
@@ -191,25 +293,22 @@ def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
         shutil.copytree(RECIPES / name, ctx)
         (ctx / "extra-ca.crt").write_bytes(extra_ca)
         build_log = Path(tmp) / "build.log"
-        with build_log.open("w") as out:
-            res = subprocess.run(
-                [
-                    "docker",
-                    "build",
-                    "--build-arg",
-                    f"BASE={ref(parent)}",
-                    "--label",
-                    f"{LABEL}={want}",
-                    "-t",
-                    ref(name),
-                    str(ctx),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                check=False,
-            )
-        if res.returncode != 0:
-            tail = build_log.read_text().splitlines()[-40:]
+        argv = [
+            "docker",
+            "build",
+            "--build-arg",
+            f"BASE={ref(parent)}",
+            "--label",
+            f"{LABEL}={want}",
+            "-t",
+            ref(name),
+            str(ctx),
+        ]
+        # BuildKit, where it builds, prints its steps as plain lines (the classic builder ignores this).
+        env = {**os.environ, "BUILDKIT_PROGRESS": "plain"}
+        returncode = run_with_progress(argv, name, build_log, build_step, env=env)
+        if returncode != 0:
+            tail = build_log.read_text(errors="replace").splitlines()[-40:]
             raise SystemExit(f"images: building {ref(name)} failed:\n" + "\n".join(tail))
 
 

@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
+
 import pytest
 from checkout import load
 
@@ -116,3 +121,107 @@ def test_an_unreadable_extra_ca_bundle_is_named_with_the_fix(host_bundle, monkey
     monkeypatch.setenv("MNH_EXTRA_CA_BUNDLE", str(tmp_path / "missing.pem"))
     with pytest.raises(SystemExit, match=r"missing\.pem .*MNH_EXTRA_CA_BUNDLE= \(empty\) for none"):
         ensured_with(images, monkeypatch, ["base"])
+
+
+# Progress while building: the builder is a fake (a script named docker first on PATH), never Docker.
+
+
+def test_a_step_line_of_either_builder_becomes_one_short_plain_line():
+    images = load_images_module()
+    assert images.build_step("Step 3/9 : RUN apt-get update\n") == "step 3/9 RUN apt-get update"
+    assert images.build_step("#7 [3/9] RUN pip  install\thorovod\n") == "step 3/9 RUN pip install horovod"
+    assert images.build_step("#9 [build 2/4] COPY . /src\n") == "step 2/4 COPY . /src"
+    assert images.build_step("\x1b[1m\x1b[34mStep 1/2 : FROM x\x1b[0m\r\n") == "step 1/2 FROM x"
+    long = images.build_step("Step 1/1 : RUN " + "x" * 300)
+    assert long.startswith("step 1/1 RUN x") and long.endswith("...") and len(long) <= 9 + images.STEP_WIDTH
+    for other in ("#7 0.345 Get:1 http://deb.debian.org", " ---> Running in 1234", "#7 DONE 12.3s", ""):
+        assert images.build_step(other) is None
+
+
+def test_debootstrap_lines_give_its_phases():
+    images = load_images_module()
+    assert images.debootstrap_phase("I: Retrieving adduser 3.134\n") == "Retrieving"
+    assert images.debootstrap_phase("I: Base system installed successfully.\n") == "Base"
+    assert images.debootstrap_phase("W: Cannot check Release signature\n") is None
+
+
+def fake_builder(tmp_path, monkeypatch, script: str):
+    """A `docker` on PATH that runs script (Python); it writes its argv and BUILDKIT_PROGRESS to call.json."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    record = (
+        f"json.dump([sys.argv[1:], os.environ.get('BUILDKIT_PROGRESS')], open({str(tmp_path / 'call.json')!r}, 'w'))"
+    )
+    docker.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n{record}\n" + script)
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path / "call.json"
+
+
+CLASSIC = (
+    "print('DEPRECATED: The legacy builder is deprecated', flush=True)\n"
+    "print('Step 1/3 : ARG BASE', flush=True)\n"
+    "print('Step 2/3 : FROM ${BASE}', flush=True)\n"
+    "print(' ---> 1234', flush=True)\n"
+    "print('Step 3/3 : RUN pip install horovod', flush=True)\n"
+    "time.sleep(float(os.environ.get('FAKE_STEP_S', '0')))\n"
+    "print('error: compiling horovod failed', flush=True)\n"
+    "sys.exit(int(os.environ.get('FAKE_RC', '0')))\n"
+)
+
+
+def progress_lines(out: str) -> list[str]:
+    """The progress lines, their elapsed times taken out."""
+    return [re.sub(r" \((\d+m)?\d+s\)$", "", line) for line in out.splitlines()]
+
+
+def test_a_build_prints_each_step_as_the_builder_starts_it(images, tmp_path, monkeypatch, capsys):
+    call = fake_builder(tmp_path, monkeypatch, CLASSIC)
+    images.build_recipe("child", "abc123", b"")
+    out = capsys.readouterr().out
+    assert progress_lines(out) == [
+        "[images] child: step 1/3 ARG BASE",
+        "[images] child: step 2/3 FROM ${BASE}",
+        "[images] child: step 3/3 RUN pip install horovod",
+    ]
+    assert all(re.search(r" \(\d+s\)$", line) for line in out.splitlines())
+    assert "\x1b" not in out
+    argv, progress = json.loads(call.read_text())
+    assert argv[:2] == ["build", "--build-arg"] and f"{images.LABEL}=abc123" in argv and progress == "plain"
+
+
+def test_a_long_step_says_it_is_still_running(images, tmp_path, monkeypatch, capsys):
+    fake_builder(tmp_path, monkeypatch, CLASSIC)
+    monkeypatch.setenv("FAKE_STEP_S", "1.5")
+    monkeypatch.setattr(images, "HEARTBEAT_S", 0.4)
+    images.build_recipe("child", "abc123", b"")
+    lines = progress_lines(capsys.readouterr().out)
+    still = [line for line in lines if "still running" in line]
+    assert still and all(line == "[images] child: still running, at step 3/3 RUN pip install horovod" for line in still)
+    assert lines.index(still[0]) > lines.index("[images] child: step 3/3 RUN pip install horovod")
+
+
+def test_buildkit_steps_are_printed_once_each(images, tmp_path, monkeypatch, capsys):
+    script = (
+        "for line in ['#1 [internal] load build definition', '#5 [1/2] FROM base', '#6 [2/2] RUN make',\n"
+        "             '#6 0.1 compiling', '#5 [1/2] FROM base', '#6 [2/2] RUN make', '#6 DONE 1.0s']:\n"
+        "    print(line, flush=True)\n"
+    )
+    fake_builder(tmp_path, monkeypatch, script)
+    images.build_recipe("child", "abc123", b"")
+    assert progress_lines(capsys.readouterr().out) == [
+        "[images] child: step 1/2 FROM base",
+        "[images] child: step 2/2 RUN make",
+    ]
+
+
+def test_a_failed_build_ends_with_the_builders_last_lines(images, tmp_path, monkeypatch, capsys):
+    fake_builder(tmp_path, monkeypatch, CLASSIC)
+    monkeypatch.setenv("FAKE_RC", "1")
+    with pytest.raises(SystemExit) as failed:
+        images.build_recipe("child", "abc123", b"")
+    message = str(failed.value)
+    assert message.startswith("images: building multinode-horovod/child:local failed:\n")
+    assert message.endswith("Step 3/3 : RUN pip install horovod\nerror: compiling horovod failed")
+    assert "step 3/3 RUN pip install horovod" in capsys.readouterr().out
