@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nfs_client's decisions for its tasks: what a mount's source is and how the role waits for it
 (plugins/module_utils/nfs_client_rules.py holds them, with the role's input rules)."""
 

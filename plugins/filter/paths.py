@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Path helpers for the roles' tasks and templates (the rules themselves: plugins/module_utils/paths.py)."""
 
 from __future__ import annotations

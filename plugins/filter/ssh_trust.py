@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the ssh_trust role: every decision the role takes from what it read on the nodes.
 
 The tasks gather facts (files read on each node, getent results, the keys made, each container's row

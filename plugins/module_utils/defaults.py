@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Values that several roles, the site and the tools share: each one written here, once.
 
 Python code imports them (the site's ``SETTINGS`` in gate.py, the roles' rules, jobs.py). YAML cannot

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The primary keys of an OpenPGP key file (binary or ASCII-armoured), without gpg.
 
 Enough of RFC 4880 / RFC 9580 to pin a repository key: packets are walked (old and new length

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Read which OpenPGP keys a key file holds (their fingerprints), without gpg."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """nfs_client's wait (roles/nfs_client/files/wait_for_share.sh) with fake mount and umount commands:
 it retries until a scratch mount works, within its timeout, and reports mount's last error."""
 

@@ -1,4 +1,5 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The OpenPGP key reader (plugins/module_utils/openpgp.py) behind docker_horovod's pin of NVIDIA's
 repository key. Fixtures are Debian's public archive keys; the fingerprints are what
 `gpg --show-keys --with-colons` prints for them."""

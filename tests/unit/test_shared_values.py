@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Each shared value is defined once, and every copy that must stay a copy agrees with it.
 
 The values several roles, the site and the tools share (the ssh port, the container name, the share

@@ -1,3 +1,5 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 """ssh_trust's decisions (plugins/filter/ssh_trust.py): the same results as the role's former Jinja, and
 each decision's edge cases.
 

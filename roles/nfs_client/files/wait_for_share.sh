@@ -1,5 +1,6 @@
 #!/bin/sh
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
 # wait_for_share.sh TIMEOUT DELAY OPTIONS SOURCE MOUNTPOINT   (role nfs_client, tasks/wait.yml)
 #
 # Waits until SOURCE (server:/path) can be mounted with OPTIONS, at most TIMEOUT seconds: mounts it
