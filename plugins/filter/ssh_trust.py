@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 HOST_KEYS = "__ssh_trust_host_keys"
 PINNED_LINES = "__ssh_trust_pinned_lines"
@@ -111,8 +112,9 @@ def unresolved(resolved: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def key_nodes(nodes: Nodes, master: str, mesh: Any) -> list[str]:
-    """Nodes that own a private key: every node when `mesh` is true (as Jinja reads it), else the master."""
-    return [str(node["name"]) for node in nodes] if mesh else [master]
+    """Nodes that own a private key: every node when `mesh` is true by Ansible's boolean rules (so the
+    string "false" that ``-e ssh_trust_mesh=false`` gives is false), else the master."""
+    return [str(node["name"]) for node in nodes] if boolean(mesh, strict=False) else [master]
 
 
 def from_addresses(nodes: Nodes, resolved: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -175,7 +175,18 @@ def test_unresolved_names_the_keys_getent_found_nothing_for():
 NODES = [{"name": "node-a", "address": "192.0.2.10"}, {"name": "node-b", "address": "192.0.2.11"}]
 
 
-@pytest.mark.parametrize(("mesh", "owners"), [(False, ["node-b"]), (True, ["node-a", "node-b"]), ("", ["node-b"])])
+@pytest.mark.parametrize(
+    ("mesh", "owners"),
+    [
+        (False, ["node-b"]),
+        (True, ["node-a", "node-b"]),
+        ("", ["node-b"]),
+        # -e ssh_trust_mesh=false gives a string: false by Ansible's rules (Jinja's truth would say true).
+        ("false", ["node-b"]),
+        ("no", ["node-b"]),
+        ("true", ["node-a", "node-b"]),
+    ],
+)
 def test_key_nodes_are_the_master_or_every_node_with_the_mesh(mesh, owners):
     assert f.key_nodes(NODES, "node-b", mesh) == owners
 
