@@ -305,3 +305,9 @@ def test_the_teardown_switches_are_known_names_and_a_typo_of_one_is_not(tmp_path
     assert res.returncode == 0, res.stdout + res.stderr
     res = playbook(inventory, "-e", "horovod_teardown_forse=true", book="playbooks/teardown.yml")
     assert_stopped_in_gate(res, "did you mean horovod_teardown_force?")
+    res = playbook(inventory, "--tags", "validate", "--skip-tags", "probe", book="playbooks/teardown.yml")
+    assert res.returncode == 0, res.stdout + res.stderr  # without the switches (their defaults)
+    only_checks = ["--tags", "validate", "--skip-tags", "probe"]
+    res = playbook(inventory, "-e", "horovod_teardown_force=maybe", *only_checks, book="playbooks/teardown.yml")
+    assert res.returncode != 0
+    assert "horovod_teardown_force: maybe is not a boolean; use true or false" in res.stdout + res.stderr
