@@ -147,16 +147,22 @@ def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str)
     return out
 
 
+def own_keys(authorized_lines: Iterable[str], marker: str) -> list[str]:
+    """Lines of authorized_keys this role made: their last word is ``MARKER:node``. Lines without the
+    marker, or with it anywhere but as the last word, are someone else's."""
+    ours = re.compile(r"\s" + re.escape(marker) + r":\S+\s*$")
+    return [line for line in authorized_lines if ours.search(line)]
+
+
 def stale_keys(authorized_lines: Iterable[str], wanted: Sequence[str], marker: str) -> list[str]:
-    """Lines of authorized_keys this role made (comment ``MARKER:node`` at the end) for keys no longer wanted.
+    """The role's lines of authorized_keys (own_keys) for keys no longer wanted.
 
     A node that left, a key made anew: its line holds none of the wanted keys' blobs. Lines without
     the marker, or with it anywhere but as the last word, are never stale.
     """
-    ours = re.compile(r"\s" + re.escape(marker) + r":\S+\s*$")
     blobs = "|".join(re.escape(line.split()[1]) for line in wanted) or "none"
     kept = re.compile(r"\s(" + blobs + r")\s")
-    return [line for line in authorized_lines if ours.search(line) and not kept.search(line)]
+    return [line for line in own_keys(authorized_lines, marker) if not kept.search(line)]
 
 
 def keyless(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
@@ -278,6 +284,7 @@ class FilterModule:
             "ssh_trust_key_nodes": key_nodes,
             "ssh_trust_from": from_addresses,
             "ssh_trust_wanted_keys": wanted_keys,
+            "ssh_trust_own_keys": own_keys,
             "ssh_trust_stale_keys": stale_keys,
             "ssh_trust_keyless": keyless,
             "ssh_trust_known_host": known_host,

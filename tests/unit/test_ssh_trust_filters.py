@@ -226,6 +226,17 @@ def test_wanted_keys_carry_the_marker_and_skip_keys_not_made_yet():
     assert f.wanted_keys(hostvars, ["node-a", "node-b", "node-c"], MARK) == [f"ssh-ed25519 AAA {MARK}:node-a"]
 
 
+def test_own_keys_are_the_lines_whose_last_word_is_the_marker():
+    lines = [
+        f'from="192.0.2.10" ssh-ed25519 AAAAone {MARK}:node-a',
+        "ssh-ed25519 AAAAtwo operator@elsewhere",
+        f"ssh-ed25519 AAAAthree {MARK}:node-b trailing",
+        f"# {MARK}:node-a",
+        f"ssh-ed25519 AAAAfour {MARK}:node-c  ",
+    ]
+    assert f.own_keys(lines, MARK) == [lines[0], lines[3], lines[4]]
+
+
 def test_stale_keys_are_the_roles_lines_for_keys_no_longer_wanted():
     wanted = [f"ssh-ed25519 AAA {MARK}:node-a"]
     lines = [
@@ -380,6 +391,7 @@ def test_the_filters_are_registered():
             "key_nodes",
             "from",
             "wanted_keys",
+            "own_keys",
             "stale_keys",
             "keyless",
             "known_host",
