@@ -25,6 +25,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_v
     size_bytes,
 )
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
+from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import normalise_fingerprint
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 
 Problems = list[tuple[str, str]]
@@ -358,7 +359,7 @@ def check_nvidia_repo_key_fingerprint(values: Values) -> Problems:
         "give the fingerprint of the key that signs the NVIDIA repository, 40 hexadecimal digits (spaces allowed), "
         "as NVIDIA's install guide or `gpg --show-keys` prints it"
     )
-    if isinstance(value, str) and FINGERPRINT_RE.fullmatch(re.sub(r"\s+", "", value).upper()):
+    if isinstance(value, str) and FINGERPRINT_RE.fullmatch(normalise_fingerprint(value)):
         return []
     return [(variable, f"{plain(value)!r} is not an OpenPGP fingerprint; {fix}")]
 

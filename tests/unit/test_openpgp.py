@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ansible_collections.multinode.horovod.plugins.filter.openpgp import FilterModule as OpenPgpFilters
 from ansible_collections.multinode.horovod.plugins.module_utils import openpgp
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -50,6 +51,10 @@ def test_armour_headers_and_crlf_are_read():
 def test_what_is_not_a_key_file_is_refused(data, problem):
     with pytest.raises(openpgp.KeyFileError, match=problem):
         openpgp.primary_keys(data)
+
+
+def test_the_filter_is_the_normaliser():
+    assert OpenPgpFilters().filters()["openpgp_fingerprint"] is openpgp.normalise_fingerprint
 
 
 def test_fingerprints_as_people_write_them_are_normalised():
