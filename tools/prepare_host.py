@@ -4,7 +4,7 @@
 """Prepare a Debian machine to run this project's tests and lab.
 
 Idempotent and quick when everything is there: installs the Debian packages the test beds need
-(Docker engine, debootstrap, user-mode-linux, ...) only when one is missing, and starts a Docker
+(Docker engine, debootstrap, uml-utilities, patchelf, ...) only when one is missing, and starts a Docker
 daemon only when none answers. Needs root for the installs; prints what it does and why.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 NEEDED: dict[str, str] = {
     "dockerd": "docker.io",
     "debootstrap": "debootstrap",
-    "linux.uml": "user-mode-linux",
+    "patchelf": "patchelf",
     "uml_mconsole": "uml-utilities",
     "mkfs.ext4": "e2fsprogs",
     "iptables": "iptables",

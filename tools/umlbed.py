@@ -4,13 +4,15 @@
 """A test bed of real Linux kernels: User-mode Linux instances on a private host bridge.
 
 Used by the ``storage`` Molecule scenario, which needs kernels that can export and mount NFS (the
-developer machine's kernel cannot). Everything is made from Debian packages on this machine
-(``user-mode-linux`` for the kernel and its modules, ``debootstrap`` for the root filesystem).
+developer machine's kernel cannot). Everything is made from Debian packages (``user-mode-linux``
+for the kernel and its modules, ``debootstrap`` for the root filesystem); see "The kernel" below
+for which ``user-mode-linux`` and why.
 
 Subcommands::
 
+    kernel            fetch (or reuse) the UML kernel; prints its binary and version
     base              build (or reuse) the base image: an ext4 file with systemd, sshd, python3,
-                      nfs-kernel-server and nfs-common, cached by a hash of its recipe
+                      nfs-kernel-server, nfs-common and docker.io, cached by a hash of its recipe
     up NAME ADDR ...  boot instances (one copy-on-write file each, one tap on the bed bridge),
                       in parallel, and wait until each answers on ssh
     down NAME ...     hard-stop instances and remove their tap and copy-on-write file
@@ -50,8 +52,11 @@ from pathlib import Path
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 DEBIAN_SECURITY_MIRROR = os.environ.get("MNH_DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
-UML_KERNEL = "/usr/bin/linux.uml"
-UML_MODULES = Path("/usr/lib/uml/modules")
+# The kernel: see ensure_kernel(). MNH_UML_KERNEL names a linux.uml to use instead (its modules in
+# MNH_UML_MODULES, default Debian's /usr/lib/uml/modules), for hosts where Debian's own package works.
+KERNEL_SUITE = os.environ.get("MNH_UML_SUITE", "unstable")
+KERNEL_PACKAGES: tuple[str, ...] = ("user-mode-linux", "libc6")
+DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 IMAGE_SIZE = "4G"
 DEFAULT_BRIDGE = "mnhst0"
 DEFAULT_SUBNET = "10.213.57.0/24"
@@ -77,6 +82,8 @@ PACKAGES: tuple[str, ...] = (
     "python3-apt",
     "nfs-kernel-server",
     "nfs-common",
+    "docker.io",
+    "python3-requests",
 )
 
 # Files written into the image (path -> content). Part of the recipe hash.
@@ -86,8 +93,8 @@ FILES: dict[str, str] = {
     # No name server: the instances reach only the bed, and an empty file fails lookups at once.
     "/etc/resolv.conf": "",
     # The address comes from the kernel command line (ip=, read by systemd-network-generator into
-    # /run/systemd/network/90-eth0.network); without IPv6 router solicitations wait-online is quick.
-    "/etc/systemd/network/90-eth0.network.d/umlbed.conf": ("[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"),
+    # /run/systemd/network/90-vec0.network); without IPv6 router solicitations wait-online is quick.
+    "/etc/systemd/network/90-vec0.network.d/umlbed.conf": ("[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"),
     "/etc/systemd/journald.conf.d/umlbed.conf": "[Journal]\nStorage=volatile\n",
     # A hung stop job must not stall a reboot for minutes.
     "/etc/systemd/system.conf.d/umlbed.conf": "[Manager]\nDefaultTimeoutStopSec=20s\n",
@@ -104,6 +111,10 @@ FILES: dict[str, str] = {
         "[Install]\n"
         "WantedBy=ssh.service\n"
     ),
+    # The kernel has no NAT (neither nft's nat chains nor iptables' nat table), so dockerd may not make
+    # its NAT chains; the collection's containers use the host's network and need none. This is the
+    # machine's own Docker configuration: docker_horovod must keep it (it adds only its own keys).
+    "/etc/docker/daemon.json": '{\n  "iptables": false,\n  "ip6tables": false\n}\n',
     # One ed25519 host key: RSA key generation costs seconds of every first boot under UML.
     "/etc/ssh/sshd_config.d/umlbed.conf": (
         "HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
@@ -160,7 +171,7 @@ def default_state_dir() -> Path:
 # ---------------------------------------------------------------------------- pure helpers
 
 
-def kernel_version(modules_root: Path = UML_MODULES) -> str:
+def kernel_version(modules_root: Path) -> str:
     versions = sorted(p.name for p in modules_root.iterdir() if (p / "modules.dep").is_file())
     if len(versions) != 1:
         raise BedError(
@@ -275,13 +286,14 @@ def kernel_cmdline(
         f"ubd0={cow},{base}",
         "root=/dev/ubda",
         "rw",
-        f"eth0=tuntap,{tap},{mac}",
+        # The vector network driver (the only one the kernel has) on the instance's tap: vec0 inside.
+        f"vec0:transport=tap,ifname={tap},mac={mac}",
         "con=null",
         "con0=null,fd:1",
         "ssl=null",
         "net.ifnames=0",
         f"systemd.hostname={name}",
-        f"ip={ip}::{bed.host_address}:{bed.subnet.netmask}::eth0:off",
+        f"ip={ip}::{bed.host_address}:{bed.subnet.netmask}::vec0:off",
     ]
 
 
@@ -326,8 +338,10 @@ def run(
 
 # command -> Debian package (``make prepare`` installs them)
 HOST_COMMANDS: dict[str, str] = {
-    "linux.uml": "user-mode-linux",
     "uml_mconsole": "uml-utilities",
+    "patchelf": "patchelf",
+    "apt-get": "apt",
+    "dpkg-deb": "dpkg",
     "debootstrap": "debootstrap",
     "mkfs.ext4": "e2fsprogs",
     "iptables": "iptables",
@@ -393,6 +407,138 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+# ---------------------------------------------------------------------------- the kernel
+
+# Which kernel, and why not simply Debian bookworm's user-mode-linux: its kernel (6.1), and trixie's
+# (6.12), cannot run a single user process on hosts whose CPUs have AMX (Intel Sapphire Rapids and
+# later). They hand PTRACE_SETREGSET a fixed-size XSAVE buffer, the host kernel wants exactly its
+# own XSAVE size (larger with AMX's tile data) and answers EFAULT: the console says "userspace -
+# ptrace set fp regs failed, errno = 14" and init dies ("Attempted to kill init! exitcode=0x0000000b").
+# Debian unstable's kernel (7.2 when this was written) sizes the buffer from the host and boots on
+# these machines as on older ones. It is linked against a newer glibc than bookworm's, so it runs
+# with the glibc of its own suite: both packages come through apt from Debian's mirror (InRelease
+# signature against Debian's archive keyring, then each file's hash), are unpacked under the cache,
+# and the kernel's ELF interpreter and library path are set to that glibc (patchelf). The kernel is
+# fetched once and reused (no network then); the base image's recipe names its version.
+KERNEL_DIR = "kernel"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    binary: Path
+    modules: Path  # holds <version>/modules.dep
+
+    @property
+    def version(self) -> str:
+        return kernel_version(self.modules)
+
+
+def kernel_from(directory: Path) -> Kernel:
+    """The kernel unpacked in ``directory`` (root/ holds the packages' files)."""
+    root = directory / "root"
+    return Kernel(root / "usr/bin/linux.uml", root / "usr/lib/uml/modules")
+
+
+def kernel_complete(directory: Path) -> bool:
+    kernel = kernel_from(directory)
+    return (directory / "kernel.json").is_file() and kernel.binary.is_file() and kernel.modules.is_dir()
+
+
+def apt_options(work: Path) -> list[str]:
+    """apt-get options that read only ``work``'s sources and lists: the host's apt state is untouched."""
+    return [
+        "-o",
+        f"Dir::Etc::SourceList={work / 'sources.list'}",
+        "-o",
+        "Dir::Etc::SourceParts=/dev/null",
+        "-o",
+        f"Dir::State::Lists={work / 'lists'}",
+        "-o",
+        f"Dir::Cache={work / 'apt-cache'}",
+        "-o",
+        "APT::Architectures=amd64",
+        "-o",
+        "Acquire::Languages=none",
+        "-o",
+        "APT::Sandbox::User=root",
+    ]
+
+
+def fetch_kernel(kernel_root: Path) -> Kernel:
+    work = Path(tempfile.mkdtemp(prefix="fetch-", dir=kernel_root))
+    try:
+        for sub in ("lists/partial", "apt-cache/archives/partial", "debs"):
+            (work / sub).mkdir(parents=True)
+        (work / "sources.list").write_text(f"deb [signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {KERNEL_SUITE} main\n")
+        opts = apt_options(work)
+        with timed(f"fetch {', '.join(KERNEL_PACKAGES)} from Debian {KERNEL_SUITE}"):
+            run(["apt-get", "-q", *opts, "update"])
+            res = subprocess.run(
+                ["apt-get", "-q", *opts, "download", *KERNEL_PACKAGES],
+                cwd=work / "debs",
+                text=True,
+                capture_output=True,
+                check=False,
+            )
+            if res.returncode != 0:
+                raise BedError(f"apt-get download {' '.join(KERNEL_PACKAGES)} failed: {res.stderr.strip()}")
+        versions = {}
+        for deb in sorted((work / "debs").glob("*.deb")):
+            name = run(["dpkg-deb", "-f", str(deb), "Package"]).stdout.strip()
+            versions[name] = run(["dpkg-deb", "-f", str(deb), "Version"]).stdout.strip()
+            run(["dpkg-deb", "-x", str(deb), str(work / "root")])
+        if sorted(versions) != sorted(KERNEL_PACKAGES):
+            raise BedError(f"expected the packages {', '.join(KERNEL_PACKAGES)}, got {versions}")
+        digest = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:12]
+        final = kernel_root / f"{versions['user-mode-linux']}-{digest}"
+        shutil.rmtree(final, ignore_errors=True)
+        shutil.rmtree(work / "debs")
+        shutil.rmtree(work / "lists")
+        shutil.rmtree(work / "apt-cache")
+        work.rename(final)
+        work = final  # removed by the handler below if anything after this fails
+        # Absolute paths into the final directory: the kernel runs with its own suite's glibc.
+        kernel = kernel_from(final)
+        libdir = final / "root/usr/lib/x86_64-linux-gnu"
+        run(
+            [
+                "patchelf",
+                "--set-interpreter",
+                str(libdir / "ld-linux-x86-64.so.2"),
+                "--set-rpath",
+                str(libdir),
+                str(kernel.binary),
+            ]
+        )
+        reported = run([str(kernel.binary), "--version"]).stdout.strip()
+        if reported != kernel.version:
+            raise BedError(f"{kernel.binary} says it is {reported!r}, its modules are {kernel.version}")
+        (final / "kernel.json").write_text(
+            json.dumps({"suite": KERNEL_SUITE, "packages": versions, "kernel": kernel.version}, indent=2) + "\n"
+        )
+        log(f"UML kernel {kernel.version} ({versions}) in {final}")
+        return kernel
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def ensure_kernel(cache: Path) -> Kernel:
+    """The UML kernel the bed boots: MNH_UML_KERNEL's, else the one fetched before, else fetched now."""
+    given = os.environ.get("MNH_UML_KERNEL")
+    if given:
+        return Kernel(Path(given), Path(os.environ.get("MNH_UML_MODULES", "/usr/lib/uml/modules")))
+    kernel_root = cache / KERNEL_DIR
+    kernel_root.mkdir(parents=True, exist_ok=True)
+    with locked(kernel_root / ".lock"):
+        found = sorted((d for d in kernel_root.iterdir() if d.is_dir() and kernel_complete(d)), key=lambda d: d.name)
+        if found:
+            return kernel_from(found[-1])
+        for leftover in kernel_root.glob("fetch-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        return fetch_kernel(kernel_root)
+
+
 # ---------------------------------------------------------------------------- base image
 
 
@@ -412,9 +558,9 @@ class BaseImage:
         return self.image.is_file() and self.key.is_file() and (self.directory / "recipe.json").is_file()
 
 
-def current_recipe() -> tuple[dict[str, object], str]:
-    kver = kernel_version()
-    data = recipe(kver, (UML_MODULES / kver / "modules.dep").read_bytes())
+def current_recipe(kernel: Kernel) -> tuple[dict[str, object], str]:
+    kver = kernel.version
+    data = recipe(kver, (kernel.modules / kver / "modules.dep").read_bytes())
     return data, recipe_hash(data)
 
 
@@ -432,15 +578,16 @@ apt-get -q -y -o APT::Install-Recommends=false -o Dpkg::Options::=--force-unsafe
 apt-get clean
 # A real host has apt's binary cache; without it every apt task in an instance rebuilds it.
 apt-cache gencaches
-update-alternatives --set iptables /usr/sbin/iptables-legacy
-update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy
+# The kernel has nf_tables, not the legacy iptables tables (dockerd makes its chains through iptables).
+update-alternatives --set iptables /usr/sbin/iptables-nft
+update-alternatives --set ip6tables /usr/sbin/ip6tables-nft
 systemctl enable {enable}
 systemctl disable {disable}
 systemctl mask {mask}
 """
 
 
-def build_base(cache: Path, data: dict[str, object], digest: str) -> BaseImage:
+def build_base(cache: Path, data: dict[str, object], digest: str, kernel: Kernel) -> BaseImage:
     kver = str(data["kernel"])
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     root = work / "root"
@@ -502,7 +649,7 @@ def build_base(cache: Path, data: dict[str, object], digest: str) -> BaseImage:
             (root / "etc/hostname").unlink(missing_ok=True)
             modules = root / "usr/lib/modules" / kver
             shutil.rmtree(modules, ignore_errors=True)
-            shutil.copytree(UML_MODULES / kver, modules, symlinks=True)
+            shutil.copytree(kernel.modules / kver, modules, symlinks=True)
             run(
                 [
                     "ssh-keygen",
@@ -540,8 +687,8 @@ def images_in_use(state_dir: Path) -> set[Path]:
     return {Path(inst.base).parent for inst in load_instances(state_dir)}
 
 
-def ensure_base(cache: Path, state_dir: Path, force: bool = False) -> BaseImage:
-    data, digest = current_recipe()
+def ensure_base(cache: Path, state_dir: Path, kernel: Kernel, force: bool = False) -> BaseImage:
+    data, digest = current_recipe(kernel)
     cache.mkdir(parents=True, exist_ok=True)
     with locked(cache / ".lock"):
         base = BaseImage(cache / digest)
@@ -552,11 +699,11 @@ def ensure_base(cache: Path, state_dir: Path, force: bool = False) -> BaseImage:
             raise BedError(f"{base.image} backs running instances; run `down-all` before rebuilding it")
         start = time.monotonic()
         log(f"building the base image (recipe {digest})")
-        base = build_base(cache, data, digest)
+        base = build_base(cache, data, digest, kernel)
         log(f"built {base.image} in {time.monotonic() - start:.0f}s")
         in_use = images_in_use(state_dir)
         for stale in cache.iterdir():
-            if stale.is_dir() and stale != base.directory and stale not in in_use:
+            if stale.is_dir() and stale.name != KERNEL_DIR and stale != base.directory and stale not in in_use:
                 log(f"removing the outdated {stale}")
                 shutil.rmtree(stale, ignore_errors=True)
         return base
@@ -693,7 +840,7 @@ def console_tail(inst: Instance, lines: int = 30) -> str:
         return "(no console log)"
 
 
-def start_instance(inst: Instance, bed: Bed, mem: str) -> subprocess.Popen[bytes]:
+def start_instance(inst: Instance, bed: Bed, mem: str, kernel: Kernel) -> subprocess.Popen[bytes]:
     inst_dir = Path(inst.cow).parent
     uml_dir = inst_dir.parent.parent / "uml"
     uml_dir.mkdir(parents=True, exist_ok=True)
@@ -704,7 +851,7 @@ def start_instance(inst: Instance, bed: Bed, mem: str) -> subprocess.Popen[bytes
     run(["ip", "link", "set", inst.tap, "master", bed.bridge])
     run(["ip", "link", "set", inst.tap, "up"])
     argv = [
-        UML_KERNEL,
+        str(kernel.binary),
         *kernel_cmdline(
             umid=inst.umid,
             uml_dir=uml_dir,
@@ -803,7 +950,8 @@ def up(
     pairs: Sequence[tuple[str, str]], bed: Bed, *, state_dir: Path, cache: Path, mem: str, timeout: float
 ) -> list[Instance]:
     ips = [(name, bed.check_address(addr)) for name, addr in pairs]
-    base = ensure_base(cache, state_dir)
+    kernel = ensure_kernel(cache)
+    base = ensure_base(cache, state_dir, kernel)
     with locked(state_dir / ".lock"):
         existing = {inst.name: inst for inst in load_instances(state_dir)}
         for name, ip in ips:
@@ -831,7 +979,7 @@ def up(
                 console=str(inst_dir / "console.log"),
             )
             save_instance(state_dir, inst)  # recorded before anything is made for it
-            procs[name] = start_instance(inst, bed, mem)
+            procs[name] = start_instance(inst, bed, mem, kernel)
             save_instance(state_dir, inst)
             insts.append(inst)
     with timed(f"boot of {', '.join(i.name for i in insts)} until ssh answers"):
@@ -857,8 +1005,14 @@ def describe(inst: Instance) -> dict[str, object]:
     }
 
 
+def cmd_kernel(args: argparse.Namespace, bed: Bed) -> int:
+    kernel = ensure_kernel(args.cache_dir)
+    print(f"{kernel.binary} {kernel.version}")
+    return 0
+
+
 def cmd_base(args: argparse.Namespace, bed: Bed) -> int:
-    print(ensure_base(args.cache_dir, args.state_dir, args.force).directory)
+    print(ensure_base(args.cache_dir, args.state_dir, ensure_kernel(args.cache_dir), args.force).directory)
     return 0
 
 
@@ -915,6 +1069,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bridge", default=DEFAULT_BRIDGE, help="bed bridge name (at most 9 characters)")
     parser.add_argument("--subnet", default=DEFAULT_SUBNET, help="bed IPv4 subnet; the host takes its first address")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("kernel", help="fetch or reuse the UML kernel; prints its binary and version").set_defaults(
+        func=cmd_kernel
+    )
     p_base = sub.add_parser("base", help="build or reuse the base image; prints its directory")
     p_base.add_argument("--force", action="store_true", help="rebuild even when the recipe hash matches")
     p_base.set_defaults(func=cmd_base)
@@ -945,7 +1102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(f"--subnet: {exc}")
     try:
-        if args.command in ("base", "up"):
+        if args.command in ("kernel", "base", "up"):
             preflight()
         if os.geteuid() != 0 and args.command != "list":
             raise BedError("needs root (bridges, taps, iptables, debootstrap)")

@@ -115,8 +115,8 @@ def test_kernel_cmdline():
     )
     assert "ubd0=/state/instances/master/disk.cow,/cache/abc/base.img" in argv
     assert "root=/dev/ubda" in argv
-    assert "eth0=tuntap,mnhst0-10,02:6d:6e:d5:39:0a" in argv
-    assert "ip=10.213.57.10::10.213.57.1:255.255.255.0::eth0:off" in argv
+    assert "vec0:transport=tap,ifname=mnhst0-10,mac=02:6d:6e:d5:39:0a" in argv
+    assert "ip=10.213.57.10::10.213.57.1:255.255.255.0::vec0:off" in argv
     assert "systemd.hostname=master" in argv
     assert "umid=mnhst0-master" in argv
     assert "uml_dir=/state/uml" in argv
@@ -147,9 +147,9 @@ def test_recipe_hash_follows_every_input():
 
 def test_recipe_script_installs_everything_and_blocks_nothing_left():
     script = umlbed.chroot_script(umlbed.PACKAGES)
-    for pkg in ("nfs-kernel-server", "nfs-common", "openssh-server", "python3-apt", "systemd-sysv"):
+    for pkg in ("nfs-kernel-server", "nfs-common", "openssh-server", "python3-apt", "systemd-sysv", "docker.io"):
         assert pkg in script
-    assert "iptables-legacy" in script
+    assert "iptables-nft" in script
     assert "systemctl disable nfs-server.service" in script
 
 
@@ -167,12 +167,72 @@ def test_kernel_version_needs_exactly_one_tree(tmp_path):
 
 def test_missing_commands_names_the_packages(tmp_path):
     missing = umlbed.missing_commands(path=str(tmp_path))
-    assert missing["linux.uml"] == "user-mode-linux"
+    assert missing["patchelf"] == "patchelf"
     assert missing["uml_mconsole"] == "uml-utilities"
-    exe = tmp_path / "linux.uml"
+    exe = tmp_path / "patchelf"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    assert "linux.uml" not in umlbed.missing_commands(path=str(tmp_path))
+    assert "patchelf" not in umlbed.missing_commands(path=str(tmp_path))
+
+
+def fake_kernel(directory, version="7.2.7", *, complete=True):
+    root = directory / "root"
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/bin/linux.uml").write_text("")
+    (root / "usr/lib/uml/modules" / version).mkdir(parents=True)
+    (root / "usr/lib/uml/modules" / version / "modules.dep").write_text("")
+    if complete:
+        (directory / "kernel.json").write_text("{}")
+
+
+def test_a_fetched_kernel_is_reused_without_the_network(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNH_UML_KERNEL", raising=False)
+    fake_kernel(tmp_path / "kernel" / "7.2um1-aaaa")
+    # A fetch that never finished (no kernel.json) is not taken.
+    fake_kernel(tmp_path / "kernel" / "7.3um1-bbbb", "7.3.0", complete=False)
+
+    def no_fetch(_root):
+        raise AssertionError("fetched although a kernel was there")
+
+    monkeypatch.setattr(umlbed, "fetch_kernel", no_fetch)
+    kernel = umlbed.ensure_kernel(tmp_path)
+    assert kernel.binary == tmp_path / "kernel/7.2um1-aaaa/root/usr/bin/linux.uml"
+    assert kernel.version == "7.2.7"
+
+
+def test_without_a_kernel_one_is_fetched(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNH_UML_KERNEL", raising=False)
+    fetched = []
+    monkeypatch.setattr(umlbed, "fetch_kernel", lambda root: fetched.append(root) or "fetched")
+    (tmp_path / "kernel" / "fetch-leftover").mkdir(parents=True)
+    assert umlbed.ensure_kernel(tmp_path) == "fetched"
+    assert fetched == [tmp_path / "kernel"]
+    assert not (tmp_path / "kernel" / "fetch-leftover").exists()
+
+
+def test_a_given_kernel_is_used_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNH_UML_KERNEL", "/usr/bin/linux.uml")
+    monkeypatch.setenv("MNH_UML_MODULES", str(tmp_path))
+    kernel = umlbed.ensure_kernel(tmp_path / "cache")
+    assert kernel.binary == Path("/usr/bin/linux.uml")
+    assert kernel.modules == tmp_path
+    assert not (tmp_path / "cache").exists()
+
+
+def test_apt_reads_only_its_own_sources_and_lists(tmp_path):
+    opts = umlbed.apt_options(tmp_path)
+    pairs = dict(o.split("=", 1) for o in opts if o != "-o")
+    assert pairs["Dir::Etc::SourceList"] == str(tmp_path / "sources.list")
+    assert pairs["Dir::Etc::SourceParts"] == "/dev/null"
+    assert pairs["Dir::State::Lists"] == str(tmp_path / "lists")
+    assert pairs["Dir::Cache"] == str(tmp_path / "apt-cache")
+
+
+def test_the_base_image_follows_the_kernel(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    fake_kernel(old, "7.2.7")
+    fake_kernel(new, "7.3.0")
+    assert umlbed.current_recipe(umlbed.kernel_from(old))[1] != umlbed.current_recipe(umlbed.kernel_from(new))[1]
 
 
 def test_instance_state_round_trip_and_broken_files_are_skipped(tmp_path):
