@@ -13,10 +13,10 @@ Subcommands::
     kernel            fetch (or reuse) the UML kernel; prints its binary and version
     base              build (or reuse) the base image: an ext4 file with systemd, sshd, python3,
                       nfs-kernel-server, nfs-common and docker.io, cached by a hash of its recipe
-    up NAME ADDR ...  boot instances (one copy-on-write file each, one tap on the bed bridge),
+    up NAME ADDR ...  boot instances (one copy-on-write file each, one veth pair on the bed bridge),
                       in parallel, and wait until each answers on ssh
-    down NAME ...     hard-stop instances and remove their tap and copy-on-write file
-    down-all          remove everything this tool created: instances, taps, rules, bridge
+    down NAME ...     hard-stop instances and remove their link and copy-on-write file
+    down-all          remove everything this tool created: instances, links, rules, bridge
     list              print the instances that are up, as JSON
     ssh NAME [CMD]    run a command on an instance (root, the bed key)
 
@@ -224,12 +224,13 @@ class Bed:
             raise BedError(f"{addr} is the host's address on {self.bridge}; pick another")
         return ip
 
-    def tap_name(self, ip: ipaddress.IPv4Address) -> str:
-        """One tap per address; the name fits the kernel's 15 characters."""
+    def link_name(self, ip: ipaddress.IPv4Address) -> str:
+        """The host's end of an instance's veth pair, one per address; with its peer's suffix
+        (peer_name) the name fits the kernel's 15 characters."""
         offset = int(ip) - int(self.subnet.network_address)
         name = f"{self.bridge}-{offset}"
-        if len(name) > 15:
-            raise BedError(f"bridge name {self.bridge!r} is too long for tap names (max 9 characters)")
+        if len(peer_name(name)) > 15:
+            raise BedError(f"bridge name {self.bridge!r} is too long for link names (max 8 characters)")
         return name
 
     def forward_rules(self) -> list[list[str]]:
@@ -239,6 +240,11 @@ class Bed:
             ["FORWARD", "-i", self.bridge, "-o", self.bridge, *tag, "-j", "ACCEPT"],
             ["FORWARD", "-i", self.bridge, "!", "-o", self.bridge, *tag, "-j", "DROP"],
         ]
+
+
+def peer_name(link: str) -> str:
+    """The instance's end of its veth pair (the kernel reads and writes it through a raw socket)."""
+    return f"{link}p"
 
 
 def mac_for(ip: ipaddress.IPv4Address) -> str:
@@ -272,7 +278,7 @@ def kernel_cmdline(
     mem: str,
     cow: Path,
     base: Path,
-    tap: str,
+    link: str,
     mac: str,
     name: str,
     ip: ipaddress.IPv4Address,
@@ -286,8 +292,10 @@ def kernel_cmdline(
         f"ubd0={cow},{base}",
         "root=/dev/ubda",
         "rw",
-        # The vector network driver (the only one the kernel has) on the instance's tap: vec0 inside.
-        f"vec0:transport=tap,ifname={tap},mac={mac}",
+        # The vector network driver (the only one the kernel has), raw transport on the veth peer: vec0
+        # inside. Not its tap transport: after an in-guest reboot the kernel cannot attach to its tap
+        # again ("uml_tap: failed to create tun interface"), while a raw socket opens again and again.
+        f"vec0:transport=raw,ifname={peer_name(link)},mac={mac}",
         "con=null",
         "con0=null,fd:1",
         "ssl=null",
@@ -716,7 +724,7 @@ def ensure_base(cache: Path, state_dir: Path, kernel: Kernel, force: bool = Fals
 class Instance:
     name: str
     address: str
-    tap: str
+    tap: str  # the host's end of its veth pair on the bridge (the name older state files use)
     mac: str
     umid: str
     base: str
@@ -847,9 +855,10 @@ def start_instance(inst: Instance, bed: Bed, mem: str, kernel: Kernel) -> subpro
     shutil.rmtree(uml_dir / inst.umid, ignore_errors=True)
     Path(inst.cow).unlink(missing_ok=True)
     if not link_exists(inst.tap):
-        run(["ip", "tuntap", "add", "dev", inst.tap, "mode", "tap"])
+        run(["ip", "link", "add", inst.tap, "type", "veth", "peer", "name", peer_name(inst.tap)])
     run(["ip", "link", "set", inst.tap, "master", bed.bridge])
     run(["ip", "link", "set", inst.tap, "up"])
+    run(["ip", "link", "set", peer_name(inst.tap), "up"])
     argv = [
         str(kernel.binary),
         *kernel_cmdline(
@@ -858,7 +867,7 @@ def start_instance(inst: Instance, bed: Bed, mem: str, kernel: Kernel) -> subpro
             mem=mem,
             cow=Path(inst.cow),
             base=Path(inst.base),
-            tap=inst.tap,
+            link=inst.tap,
             mac=inst.mac,
             name=inst.name,
             ip=ipaddress.IPv4Address(inst.address),
@@ -910,7 +919,7 @@ def wait_ssh(insts: Sequence[Instance], procs: dict[str, subprocess.Popen[bytes]
 
 
 def stop_instances(insts: Sequence[Instance], state_dir: Path, wait: float = 15) -> list[str]:
-    """Hard-stop (mconsole halt, then SIGKILL of the process group) and remove taps and files."""
+    """Hard-stop (mconsole halt, then SIGKILL of the process group) and remove links and files."""
     uml_dir = state_dir / "uml"
     for inst in insts:
         if inst.pid and pid_alive(inst.pid, inst.umid):
@@ -938,7 +947,7 @@ def stop_instances(insts: Sequence[Instance], state_dir: Path, wait: float = 15)
         if link_exists(inst.tap):
             res = run(["ip", "link", "del", inst.tap], check=False)
             if res.returncode != 0:
-                errors.append(f"{inst.name}: could not remove tap {inst.tap}: {res.stderr.strip()}")
+                errors.append(f"{inst.name}: could not remove the link {inst.tap}: {res.stderr.strip()}")
                 continue
         shutil.rmtree(uml_dir / inst.umid, ignore_errors=True)
         shutil.rmtree(instances_dir(state_dir) / inst.name, ignore_errors=True)
@@ -971,7 +980,7 @@ def up(
             inst = Instance(
                 name=name,
                 address=str(ip),
-                tap=bed.tap_name(ip),
+                tap=bed.link_name(ip),
                 mac=mac_for(ip),
                 umid=f"{bed.bridge}-{name}",
                 base=str(base.image),
@@ -1039,7 +1048,7 @@ def cmd_down_all(args: argparse.Namespace, bed: Bed) -> int:
         errors += remove_network(args.state_dir)
     if errors:
         raise BedError("\n".join(errors))
-    log("the bed is gone: no instances, taps, rules or bridge left")
+    log("the bed is gone: no instances, links, rules or bridge left")
     return 0
 
 
@@ -1061,12 +1070,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--state-dir",
         type=Path,
         default=default_state_dir(),
-        help="where instances, taps and rules are recorded (env MNH_UMLBED_STATE)",
+        help="where instances, links and rules are recorded (env MNH_UMLBED_STATE)",
     )
     parser.add_argument(
         "--cache-dir", type=Path, default=default_cache_dir(), help="where base images are kept (env MNH_CACHE_DIR)"
     )
-    parser.add_argument("--bridge", default=DEFAULT_BRIDGE, help="bed bridge name (at most 9 characters)")
+    parser.add_argument("--bridge", default=DEFAULT_BRIDGE, help="bed bridge name (at most 8 characters)")
     parser.add_argument("--subnet", default=DEFAULT_SUBNET, help="bed IPv4 subnet; the host takes its first address")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("kernel", help="fetch or reuse the UML kernel; prints its binary and version").set_defaults(
@@ -1080,10 +1089,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_up.add_argument("--mem", default="512M", help="memory per instance (default 512M)")
     p_up.add_argument("--timeout", type=float, default=300, help="seconds to wait for ssh (default 300)")
     p_up.set_defaults(func=cmd_up)
-    p_down = sub.add_parser("down", help="hard-stop instances and remove their tap and disk")
+    p_down = sub.add_parser("down", help="hard-stop instances and remove their link and disk")
     p_down.add_argument("names", nargs="+", metavar="NAME")
     p_down.set_defaults(func=cmd_down)
-    sub.add_parser("down-all", help="remove every instance, tap, rule and the bridge this tool created").set_defaults(
+    sub.add_parser("down-all", help="remove every instance, link, rule and the bridge this tool created").set_defaults(
         func=cmd_down_all
     )
     sub.add_parser("list", help="print the recorded instances as JSON").set_defaults(func=cmd_list)
@@ -1105,7 +1114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("kernel", "base", "up"):
             preflight()
         if os.geteuid() != 0 and args.command != "list":
-            raise BedError("needs root (bridges, taps, iptables, debootstrap)")
+            raise BedError("needs root (bridges, veth links, iptables, debootstrap)")
         return int(args.func(args, bed))
     except BedError as exc:
         print(f"umlbed: {exc}", file=sys.stderr)

@@ -40,13 +40,21 @@ def test_check_address_refuses_with_a_reason(addr, message):
         BED.check_address(addr)
 
 
-def test_tap_names_follow_the_address_and_fit_ifnamsiz():
-    assert BED.tap_name(ipaddress.IPv4Address("10.213.57.10")) == "mnhst0-10"
+def test_link_names_follow_the_address_and_fit_ifnamsiz():
+    assert BED.link_name(ipaddress.IPv4Address("10.213.57.10")) == "mnhst0-10"
     wide = umlbed.Bed("mnhst0", ipaddress.IPv4Network("10.213.0.0/16"))
-    assert wide.tap_name(ipaddress.IPv4Address("10.213.1.2")) == "mnhst0-258"
+    assert wide.link_name(ipaddress.IPv4Address("10.213.1.2")) == "mnhst0-258"
     too_long = umlbed.Bed("mnhstorage0", ipaddress.IPv4Network("10.213.0.0/16"))
     with pytest.raises(umlbed.BedError, match="too long"):
-        too_long.tap_name(ipaddress.IPv4Address("10.213.250.1"))
+        too_long.link_name(ipaddress.IPv4Address("10.213.250.1"))
+    # The peer's name (one more character) must fit too: 8 characters of bridge name are the most.
+    assert umlbed.peer_name("mnhst0-10") == "mnhst0-10p"
+    with pytest.raises(umlbed.BedError, match="max 8"):
+        umlbed.Bed("mnhstor09", ipaddress.IPv4Network("10.213.0.0/16")).link_name(ipaddress.IPv4Address("10.213.250.1"))
+    assert (
+        umlbed.Bed("mnhstor8", ipaddress.IPv4Network("10.213.0.0/16")).link_name(ipaddress.IPv4Address("10.213.250.1"))
+        == "mnhstor8-64001"
+    )
 
 
 def test_mac_is_local_unicast_and_stable():
@@ -107,7 +115,7 @@ def test_kernel_cmdline():
         mem="512M",
         cow=Path("/state/instances/master/disk.cow"),
         base=Path("/cache/abc/base.img"),
-        tap="mnhst0-10",
+        link="mnhst0-10",
         mac="02:6d:6e:d5:39:0a",
         name="master",
         ip=ipaddress.IPv4Address("10.213.57.10"),
@@ -115,7 +123,8 @@ def test_kernel_cmdline():
     )
     assert "ubd0=/state/instances/master/disk.cow,/cache/abc/base.img" in argv
     assert "root=/dev/ubda" in argv
-    assert "vec0:transport=tap,ifname=mnhst0-10,mac=02:6d:6e:d5:39:0a" in argv
+    # Raw transport on the veth peer (the tap transport cannot attach again after a reboot).
+    assert "vec0:transport=raw,ifname=mnhst0-10p,mac=02:6d:6e:d5:39:0a" in argv
     assert "ip=10.213.57.10::10.213.57.1:255.255.255.0::vec0:off" in argv
     assert "systemd.hostname=master" in argv
     assert "umid=mnhst0-master" in argv
