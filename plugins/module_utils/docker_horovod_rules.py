@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "docker_horovod_image_load_timeout": 900,
     "docker_horovod_container_name": defaults.CONTAINER_NAME,
     "docker_horovod_share_root": defaults.SHARE_ROOT,
+    "docker_horovod_share_mounts": [],
     "docker_horovod_shm_size": "16g",
     "docker_horovod_restart_policy": "unless-stopped",
     "docker_horovod_volumes": [],
@@ -173,6 +174,28 @@ def check_image_load_timeout(values: Values) -> Problems:
     if seconds is None or seconds < 1:
         return [(variable, f"{shown(value)} is not a number of seconds; use a whole number of 1 or more, e.g. 900")]
     return []
+
+
+def check_share_mounts(values: Values) -> Problems:
+    variable, value = "docker_horovod_share_mounts", values["docker_horovod_share_mounts"]
+    fix = "list the mount points below the share root the container needs (the site: the NFS share), or []"
+    if not isinstance(value, list):
+        return [(variable, f"{plain(value)!r} is not a list; {fix}")]
+    root = _share_root(values)
+    found: Problems = []
+    for number, item in enumerate(value, start=1):
+        problem = path_problem(item)
+        if problem:
+            found.append((variable, f"item {number}: {problem}"))
+        elif root is not None and not is_inside(item, root):
+            found.append(
+                (
+                    variable,
+                    f"item {number} ({item!r}) is not the share root {root!r} or below it, so the container "
+                    f"does not see it; {fix}",
+                )
+            )
+    return found
 
 
 def _share_root(values: Values) -> str | None:
@@ -406,6 +429,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_image_load_timeout,
     check_container_name,
     check_share_root,
+    check_share_mounts,
     check_shm_size,
     check_restart_policy,
     check_volumes,

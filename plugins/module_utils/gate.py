@@ -434,6 +434,7 @@ def _role_inputs(
         "docker_horovod_image_archive_checksum": settings["horovod_image_archive_checksum"],
         "docker_horovod_container_name": settings["horovod_container_name"],
         "docker_horovod_share_root": settings["horovod_share_root"],
+        "docker_horovod_share_mounts": [share_dir] if storage_nfs and name != master else [],
         "docker_horovod_shm_size": settings["horovod_shm_size"],
         "docker_horovod_extra_ca_bundle": settings["horovod_extra_ca_bundle"],
         "docker_horovod_pip_packages": settings["horovod_pip_packages"],

@@ -213,6 +213,15 @@ def test_sshd_is_narrowed_to_the_cluster_as_the_site_does():
     assert mapped["ssh_trust"]["ssh_trust_mesh"] is False
 
 
+def test_with_nfs_a_workers_container_waits_for_the_share_as_the_site_says():
+    assert inputs("node-b", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"] == ["/data1/share"]
+    # The master serves the share from its own disk; nothing is mounted there.
+    assert inputs("node-a", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"] == []
+    existing = gate.settings_of({"horovod_shared_storage": "existing"})
+    mapped = gate._role_inputs("node-b", GOOD_GROUPS["horovod_cluster"], "node-a", good_hostvars(), existing)
+    assert mapped["docker_horovod"]["docker_horovod_share_mounts"] == []
+
+
 def test_a_node_given_by_name_leaves_its_addresses_to_the_nodes():
     hostvars = good_hostvars(node_b={"ansible_host": "node-b.cluster"})
     mapped = inputs("node-b", hostvars)

@@ -248,6 +248,12 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_pip_wheel_dir", "wheels", "'wheels' is not absolute"),
     ("docker_horovod_pip_wheel_dir", "/data1/my wheels", "characters that are not allowed"),
     ("docker_horovod_pip_wheel_dir", None, "None is not a string"),
+    ("docker_horovod_share_mounts", "/data1/share", "'/data1/share' is not a list"),
+    ("docker_horovod_share_mounts", ["/data1/share", "/srv/other"], "item 2 ('/srv/other') is not the share root"),
+    ("docker_horovod_share_mounts", ["/data10/share"], "is not the share root '/data1' or below it"),
+    ("docker_horovod_share_mounts", ["/data1/share/"], "item 1: '/data1/share/' is not normalised"),
+    ("docker_horovod_share_mounts", ["share"], "item 1: 'share' is not absolute"),
+    ("docker_horovod_share_mounts", [None], "item 1: None is not a path"),
     ("docker_horovod_extra_ca_bundle", "/nonexistent/ca.pem", "'/nonexistent/ca.pem' is not a file on the controller"),
     ("docker_horovod_extra_ca_bundle", "ca.pem", "'ca.pem' is not an absolute path"),
     ("docker_horovod_extra_ca_bundle", "/", "is not a file on the controller"),
@@ -299,6 +305,10 @@ def test_a_directory_is_not_a_ca_bundle(tmp_path: Path) -> None:
 def test_the_wheel_dir_follows_the_share_root(ca_bundle: str) -> None:
     settings = {**good(ca_bundle), "docker_horovod_pip_wheel_dir": "/data1/share/wheels"}
     assert [name for name, _ in rules.problems(settings)] == ["docker_horovod_pip_wheel_dir"]
+
+
+def test_share_mounts_at_or_below_the_share_root_are_accepted() -> None:
+    assert rules.problems({"docker_horovod_share_mounts": ["/data1", "/data1/share", "/data1/share/scratch"]}) == []
 
 
 def test_a_broken_share_root_is_reported_once() -> None:

@@ -11,6 +11,7 @@ import sys
 import time
 from types import ModuleType
 
+import pytest
 from checkout import REPO
 from checkout import load as load_path
 
@@ -237,3 +238,53 @@ def test_host_entries_are_name_equals_address():
         except probe.argparse.ArgumentTypeError:
             continue
         raise AssertionError(bad)
+
+
+def test_every_host_reads_back_the_share_marker_which_is_removed_after(tmp_path):
+    # The stand-in ssh runs the probe here, so each "host" sees this machine's files: the share is
+    # tmp_path for all of them, and the marker the master wrote reads back everywhere.
+    ssh = tmp_path / "fakessh"
+    ssh.write_text('#!/bin/sh\nshift\nsh -c "$*"\n')
+    ssh.chmod(0o755)
+    share = tmp_path / "share"
+    share.mkdir()
+    code = (FILES / "horovod_probe.py").read_text()
+    out = subprocess.run(
+        [
+            *(sys.executable, "-c", code, f"--share-marker={share}", f"--ssh-argv={json.dumps([str(ssh)])}"),
+            *("--host=me=127.0.0.1", "--host=b=198.51.100.1"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    [(path, state)] = report["local"]["markers"].items()
+    assert path.startswith(f"{share}/.multinode-horovod-preflight-") and state == "ok"
+    [remote] = report["remotes"]
+    assert json.loads(remote["stdout"])["markers"] == {path: "ok"}
+    assert list(share.iterdir()) == []
+
+
+def test_a_host_without_the_masters_share_does_not_read_the_marker(tmp_path):
+    # Another host's empty mount point: no such file there, or a file with another token.
+    marker = tmp_path / ".multinode-horovod-preflight-x"
+    assert probe.probe([], [], [(str(marker), "t0k3n")])["markers"] == {str(marker): "missing"}
+    marker.write_text("other\n")
+    assert probe.probe([], [], [(str(marker), "t0k3n")])["markers"] == {str(marker): "different"}
+    marker.write_text("t0k3n\n")
+    assert probe.probe([], [], [(str(marker), "t0k3n")])["markers"] == {str(marker): "ok"}
+
+
+def test_no_marker_without_a_share_directory(tmp_path):
+    with probe.share_marker(str(tmp_path / "absent")) as markers:
+        assert markers == []
+    with probe.share_marker("") as markers:
+        assert markers == []
+
+
+def test_marker_entries_are_path_equals_token():
+    assert probe.marker_entry("/data1/share/.m=abc") == ("/data1/share/.m", "abc")
+    for bad in ["/data1/share/.m", "=abc", "/x="]:
+        with pytest.raises(probe.argparse.ArgumentTypeError):
+            probe.marker_entry(bad)

@@ -1,19 +1,30 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""NFS between real kernels (UML instances): what one worker writes the master and the other worker
-read, only the workers may mount, and a worker's mount comes back after a reboot (fstab).
+"""The site on real kernels (UML instances): what one worker writes the master and the other worker
+read, only the workers may mount; every container reads what the master wrote and the master reaches
+every node over the containers' ssh; a container started before its host mounted the share runs
+nothing until the share arrives, and the site's check names a container that does not see it; a
+rebooted worker comes back with its mount (fstab) and its share in the container.
 
 The tests reach each machine by name, so they run once (not once per host).
 """
 
+import os
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import testinfra
 
 SHARE = "/data1/share"
+# The site's default horovod_nfs_export_options.
 EXPORT_OPTIONS = {"rw", "sync", "no_subtree_check", "no_root_squash"}
+CONTAINER = "horovod"
+SSH_PORT = 12345
+REPO = Path(os.environ.get("MNH_REPO", Path(__file__).resolve().parents[3]))
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +37,11 @@ def hosts(request):
 
 
 @pytest.fixture(scope="module")
+def inventory(request):
+    return request.config.option.ansible_inventory
+
+
+@pytest.fixture(scope="module")
 def addr(hosts):
     return {name: host.ansible.get_variables()["ansible_host"] for name, host in hosts.items()}
 
@@ -34,6 +50,29 @@ def run_ok(host, command):
     result = host.run(command)
     assert result.rc == 0, f"{command!r} failed ({result.rc}): {result.stderr}"
     return result.stdout
+
+
+def in_container(host, command):
+    """rc, stdout and stderr of `command` (a shell line) in the node's container."""
+    return host.run(f"docker exec {CONTAINER} sh -c {command!r}")
+
+
+def wait_until(what, check, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(2)
+
+
+def sshd_listens(host):
+    return host.run(f"ss -Hltn 'sport = :{SSH_PORT}'").stdout.strip() != ""
+
+
+def master_reaches(hosts, addr, node):
+    """Whether the master's container logs in to `node` over the containers' ssh (pinned, key only)."""
+    # `|| exit 1`: testinfra takes ssh's own 255 for a failure of its connection to the machine.
+    out = in_container(hosts["master"], f"ssh -n -o BatchMode=yes -o ConnectTimeout=10 {addr[node]} hostname || exit 1")
+    return out.rc == 0 and out.stdout.strip() == node
 
 
 def nfs_mount(host):
@@ -105,6 +144,80 @@ def test_outsider_is_refused(hosts, addr):
         assert outsider.run("findmnt --mountpoint /mnt/probe").rc == 1
 
 
+def test_every_container_reads_what_the_master_wrote(hosts):
+    token = uuid.uuid4().hex
+    path = f"{SHARE}/container-{token}"
+    run_ok(hosts["master"], f"echo {token} > {path}")
+    try:
+        for name in ("master", "worker1", "worker2"):
+            out = in_container(hosts[name], f"cat {path}")
+            assert out.rc == 0 and out.stdout.strip() == token, f"{name}: {out.stderr}"
+    finally:
+        hosts["master"].run(f"rm -f {path}")
+
+
+@pytest.mark.parametrize("worker", ["worker1", "worker2"])
+def test_the_master_reaches_every_worker_over_the_containers_ssh(hosts, addr, worker):
+    assert master_reaches(hosts, addr, worker)
+
+
+def test_docker_starts_after_the_network_file_systems(hosts):
+    for name in ("master", "worker1", "worker2"):
+        after = run_ok(hosts[name], "systemctl show docker.service --property After --value").split()
+        assert "remote-fs.target" in after, f"{name}: docker.service is not ordered after remote-fs.target"
+        # The machine's own Docker configuration (the bed's: no iptables) is kept beside the role's.
+        assert '"iptables": false' in hosts[name].file("/etc/docker/daemon.json").content_string
+
+
+def test_a_container_started_before_its_share_runs_nothing_until_the_share_arrives(hosts, addr):
+    worker = hosts["worker2"]
+    token = uuid.uuid4().hex
+    path = f"{SHARE}/late-{token}"
+    run_ok(hosts["master"], f"echo {token} > {path}")
+    # As at boot when Docker wins the race against the NFS mount: the container starts while the
+    # host's share is not mounted.
+    run_ok(worker, f"docker stop {CONTAINER} && umount {SHARE} && docker start {CONTAINER}")
+    try:
+        time.sleep(6)  # three rounds of the supervisor's loop
+        assert not sshd_listens(worker), "sshd runs in a container that has no share"
+        assert in_container(worker, f"cat {path}").rc != 0
+        assert "waiting for the share" in run_ok(worker, f"docker logs {CONTAINER} 2>&1 | tail -n 5")
+        assert not master_reaches(hosts, addr, "worker2")
+        # The share arrives on the host: it appears in the running container (rslave), sshd starts.
+        run_ok(worker, f"mount {SHARE}")
+        wait_until("the share in worker2's container", lambda: in_container(worker, f"cat {path}").rc == 0, 30)
+        assert in_container(worker, f"cat {path}").stdout.strip() == token
+        wait_until("sshd in worker2's container", lambda: sshd_listens(worker), 30)
+        assert master_reaches(hosts, addr, "worker2")
+    finally:
+        worker.run(f"findmnt {SHARE} || mount {SHARE}")
+        hosts["master"].run(f"rm -f {path}")
+
+
+def test_the_site_names_a_container_that_does_not_see_the_share(hosts, inventory):
+    worker = hosts["worker2"]
+    # The host has its share, the container does not (its own mount namespace only).
+    pid = run_ok(worker, f"docker inspect --format {{{{.State.Pid}}}} {CONTAINER}").strip()
+    run_ok(worker, f"nsenter --target {pid} --mount umount {SHARE}")
+    try:
+        site = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "ansible-playbook"),
+                *("-i", inventory, str(REPO / "site.yml")),
+                *("--tags", "docker_horovod", "--skip-tags", "launch", "--limit", "master,worker2"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        said = " ".join((site.stdout + site.stderr).split())
+        assert site.returncode != 0, said[-2000:]
+        assert f"worker2: the container {CONTAINER} does not see the master's share at {SHARE}" in said, said[-2000:]
+    finally:
+        run_ok(worker, f"docker restart {CONTAINER}")
+    wait_until("sshd in worker2's container", lambda: sshd_listens(worker), 60)
+
+
 def boot_id(host):
     """The kernel's boot id, or None while the machine does not answer (testinfra raises then)."""
     try:
@@ -114,7 +227,7 @@ def boot_id(host):
     return result.stdout.strip() if result.rc == 0 else None
 
 
-def test_worker_mount_comes_back_after_reboot(hosts):
+def test_worker_comes_back_after_reboot_with_its_share_in_the_container(hosts, addr):
     worker = hosts["worker1"]
     token = uuid.uuid4().hex
     path = f"{SHARE}/reboot-{token}"
@@ -131,10 +244,19 @@ def test_worker_mount_comes_back_after_reboot(hosts):
         after = boot_id(worker)
     # Boot may finish a little after sshd answers: wait for the remote-fs target, bounded.
     run_ok(worker, "timeout 120 sh -c 'until systemctl is-active --quiet remote-fs.target; do sleep 1; done'")
+    after_boot = f"{SHARE}/after-reboot-{token}"
     try:
         mount = nfs_mount(worker)
         assert mount is not None, f"{SHARE} is not mounted after the reboot"
         assert mount[1] == "nfs4"
         assert run_ok(worker, f"cat {path}").strip() == token
+        # Docker brought the container back (its restart policy) with the share in it: a file the
+        # master writes now is there, not an empty mount point; the master reaches it again.
+        run_ok(hosts["master"], f"echo {token} > {after_boot}")
+        wait_until("worker1's container", lambda: in_container(worker, f"cat {after_boot}").rc == 0, 120)
+        assert in_container(worker, f"cat {after_boot}").stdout.strip() == token
+        wait_until("sshd in worker1's container", lambda: sshd_listens(worker), 60)
+        assert master_reaches(hosts, addr, "worker1")
+        assert master_reaches(hosts, addr, "worker2")
     finally:
-        hosts["master"].run(f"rm -f {path}")
+        hosts["master"].run(f"rm -f {path} {after_boot}")

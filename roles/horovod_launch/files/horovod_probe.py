@@ -7,34 +7,41 @@ Runs inside a node's Horovod container and prints one JSON object: hostname, Hor
 addresses per interface, for each given address the interface here that holds it (so, whether it
 is this node), the size of /dev/shm, missing directories, the horovodrun launchers running here and
 every process of the container but the probe itself and its ancestors (the docker exec or ssh
-session that runs it), which the role sorts into idle ones and jobs (plugins/module_utils/jobs.py).
+session that runs it), which the role sorts into idle ones and jobs (plugins/module_utils/jobs.py),
+and whether a marker file the master's probe wrote on the share reads back here with its token (a
+container whose share is not mounted in it sees an empty directory).
 
 On the master the role runs it once (``python3 -c CODE``, through ``docker exec``) with the cluster's
 hosts (``--host NAME=ADDRESS``): it probes here, tells which hosts are this one, and probes every
 other host at the same time over the containers' ssh (``python3 -`` with this code on stdin there);
 with ``--check-build`` it adds ``horovodrun --check-build``, whose answer it keeps in
 CHECK_BUILD_CACHE until the installed packages change (importing every framework takes seconds).
-It only reads, but for that cache; Python's standard library suffices.
+It only reads, but for that cache and the share marker (written before the other hosts are asked,
+removed after); Python's standard library suffices.
 """
 
 from __future__ import annotations
 
 import argparse
 import array
+import contextlib
 import fcntl
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import socket
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 
 SIOCGIFADDR = 0x8915
+Marker = tuple[str, str]  # (path of a marker file, the token it holds)
 # Where the answer of `horovodrun --check-build` is kept, in the container (a new container, from a
 # new image, starts without it).
 CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
@@ -142,7 +149,18 @@ def horovod_version() -> str:
         return ""
 
 
-def probe(addresses: list[str], paths: list[str]) -> dict[str, object]:
+def marker_state(path: str, token: str) -> str:
+    """ "ok" when `path` holds `token`, "missing" when there is no such file, "different" else."""
+    try:
+        with open(path) as handle:
+            return "ok" if handle.read(256).strip() == token else "different"
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+
+
+def probe(addresses: list[str], paths: list[str], markers: Sequence[Marker] = ()) -> dict[str, object]:
     interfaces = interface_addresses()
     holders = {ip: name for name, ips in sorted(interfaces.items(), reverse=True) for ip in ips}
     resolved = {address: resolve(address) for address in addresses}
@@ -157,6 +175,7 @@ def probe(addresses: list[str], paths: list[str]) -> dict[str, object]:
         "missing_paths": [p for p in paths if not os.path.isdir(p)],
         "launchers": launcher_processes(),
         "processes": processes(),
+        "markers": {path: marker_state(path, token) for path, token in markers},
     }
 
 
@@ -217,9 +236,12 @@ def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[st
     return {**result, "cached": False}
 
 
-def probe_remote(ssh: list[str], address: str, paths: list[str], source: str, timeout: float) -> dict[str, object]:
+def probe_remote(
+    ssh: list[str], address: str, paths: list[str], source: str, timeout: float, *, markers: Sequence[Marker] = ()
+) -> dict[str, object]:
     """Run this program in the container at `address` over the containers' ssh; its rc and output."""
     args = ["--address", address] + [word for path in paths for word in ("--path", path)]
+    args += [word for path, token in markers for word in ("--marker", f"{path}={token}")]
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
     try:
         proc = subprocess.run(
@@ -230,11 +252,52 @@ def probe_remote(ssh: list[str], address: str, paths: list[str], source: str, ti
     return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
 
 
+@contextlib.contextmanager
+def share_marker(directory: str | None) -> Iterator[list[Marker]]:
+    """A marker file with a fresh token in `directory` (the share) while the hosts are probed."""
+    if not directory or not os.path.isdir(directory):
+        yield []
+        return
+    token = secrets.token_hex(16)
+    path = os.path.join(directory, f".multinode-horovod-preflight-{token[:12]}")
+    try:
+        with open(path, "w") as handle:
+            handle.write(token + "\n")
+    except OSError:
+        yield []
+        return
+    try:
+        yield [(path, token)]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def survey(
-    hosts: list[tuple[str, str]], paths: list[str], ssh: list[str], timeout: float, with_build: bool
+    hosts: list[tuple[str, str]],
+    paths: list[str],
+    ssh: list[str],
+    timeout: float,
+    with_build: bool,
+    *,
+    share: str | None = None,
 ) -> dict[str, object]:
-    """Probe here, tell which hosts are this one, and probe every other host in parallel."""
-    local = probe([address for _, address in hosts], paths)
+    """Probe here, tell which hosts are this one, and probe every other host in parallel; with
+    `share`, every host also reads back a marker written there first."""
+    with share_marker(share) as markers:
+        return _survey(hosts, paths, ssh, timeout, with_build, markers=markers)
+
+
+def _survey(
+    hosts: list[tuple[str, str]],
+    paths: list[str],
+    ssh: list[str],
+    timeout: float,
+    with_build: bool,
+    *,
+    markers: Sequence[Marker],
+) -> dict[str, object]:
+    local = probe([address for _, address in hosts], paths, markers)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
     others = [(name, address) for name, address in hosts if name not in local_names]
@@ -244,7 +307,11 @@ def survey(
         build = pool.submit(check_build) if with_build else None
 
         def ask(host: tuple[str, str]) -> dict[str, object]:
-            return {"name": host[0], "address": host[1], **probe_remote(ssh, host[1], paths, source, timeout)}
+            return {
+                "name": host[0],
+                "address": host[1],
+                **probe_remote(ssh, host[1], paths, source, timeout, markers=markers),
+            }
 
         remotes = list(pool.map(ask, others))
     report: dict[str, object] = {
@@ -264,10 +331,21 @@ def host_entry(text: str) -> tuple[str, str]:
     return name, address
 
 
+def marker_entry(text: str) -> tuple[str, str]:
+    path, sep, token = text.rpartition("=")
+    if not sep or not path or not token:
+        raise argparse.ArgumentTypeError(f"not PATH=TOKEN: {text!r}")
+    return path, token
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--address", action="append", default=[], help="an address to resolve and locate here")
     parser.add_argument("--path", action="append", default=[], help="a directory that must exist here")
+    parser.add_argument(
+        "--marker", action="append", default=[], type=marker_entry, help="PATH=TOKEN: a marker file to read back here"
+    )
+    parser.add_argument("--share-marker", default="", help="on the master: the share, where every host reads a marker")
     parser.add_argument(
         "--host", action="append", default=[], type=host_entry, help="NAME=ADDRESS of a host of the run (on the master)"
     )
@@ -276,9 +354,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-build", action="store_true", help="add horovodrun --check-build (cached)")
     args = parser.parse_args(argv)
     if args.host:
-        report = survey(args.host, args.path, json.loads(args.ssh_argv), args.remote_timeout, args.check_build)
+        report = survey(
+            args.host,
+            args.path,
+            json.loads(args.ssh_argv),
+            args.remote_timeout,
+            args.check_build,
+            share=args.share_marker,
+        )
     else:
-        report = probe(args.address, args.path)
+        report = probe(args.address, args.path, args.marker)
         if args.check_build:
             report["check_build"] = check_build()
     print(json.dumps(report, sort_keys=True))
