@@ -3,15 +3,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Build the project's container images locally, cached by a hash of their recipe.
 
-Nothing here needs a container registry. The root image ``base`` is Debian bookworm: pulled as
-``debian:bookworm`` when a registry answers (``--base-source pull``/``auto``), otherwise made with
+Nothing here needs a container registry. The root image ``base`` is Debian: pulled as
+``debian:<release>`` when a registry answers (``--base-source pull``/``auto``), otherwise made with
 ``debootstrap --variant=minbase`` from the Debian mirror and ``docker import``-ed.
 Every other image is ``images/<name>/Dockerfile``, whose first line names its parent
 (``# parent: base``); it is built ``FROM`` the parent (build argument ``BASE``).
 
-An image is tagged ``multinode-horovod/<name>:local`` and labelled with the hash of its recipe
-(the recipe directory, the parent's hash and the extra CA bundle). A build whose hash matches the
-label of the existing image is skipped, so a warm run costs one ``docker inspect`` per image.
+Two kinds of images, two releases. *Host images* (``machine``, ``machine-engine``, ``role-host``)
+stand for the servers the roles configure: they are built on the Debian release under test,
+``MNH_DEBIAN`` (``bookworm``, the default, or ``trixie``), and tagged with it
+(``multinode-horovod/machine:trixie``). *Workload images* (``horovod-cpu``, ``sshbox``) are what
+runs in the containers: always Debian bookworm (Horovod 0.28.1 builds only against its torch 1.13),
+tagged ``local``, whatever the hosts run.
+
+An image is labelled with the hash of its recipe (the recipe directory, the parent's hash and the
+extra CA bundle; the release for ``base``). A build whose hash matches the label of the existing image
+is skipped, so a warm run costs one ``docker inspect`` per image; an image of that hash under another
+tag is tagged, not built again.
 ``--save`` also writes ``<cache>/images/<name>-<hash>.tar`` (``docker save``) and reuses it while
 the hash holds.
 
@@ -47,7 +55,11 @@ REPO = Path(__file__).resolve().parent.parent
 RECIPES = REPO / "images"
 REPOSITORY = "multinode-horovod"
 LABEL = "org.multinode-horovod.recipe-hash"
-DEBIAN_SUITE = "bookworm"
+# MNH_DEBIAN: the Debian release of the host images (module docstring).
+RELEASES = ("bookworm", "trixie")
+DEFAULT_RELEASE = "bookworm"
+WORKLOAD_IMAGES = frozenset({"horovod-cpu", "sshbox"})
+WORKLOAD_TAG = "local"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")
 EXTRA_CA_ENV = "MNH_EXTRA_CA_BUNDLE"
@@ -97,8 +109,23 @@ def read_extra_ca(bundle: str) -> bytes:
         ) from None
 
 
-def ref(name: str) -> str:
-    return f"{REPOSITORY}/{name}:local"
+def host_release(environ: Mapping[str, str] = os.environ) -> str:
+    """The Debian release of the host images: MNH_DEBIAN, else bookworm."""
+    release = environ.get("MNH_DEBIAN") or DEFAULT_RELEASE
+    if release not in RELEASES:
+        raise SystemExit(f"images: MNH_DEBIAN={release!r} is not a tested release; use one of {', '.join(RELEASES)}")
+    return release
+
+
+def release_of(name: str) -> str:
+    """The Debian release `name` is built on when asked for directly (its parents follow it)."""
+    return DEFAULT_RELEASE if name in WORKLOAD_IMAGES else host_release()
+
+
+def ref(name: str, release: str | None = None) -> str:
+    """The image's reference: workload images are tagged local, the others with their release."""
+    tag = WORKLOAD_TAG if name in WORKLOAD_IMAGES else (release or release_of(name))
+    return f"{REPOSITORY}/{name}:{tag}"
 
 
 def parent_of(name: str) -> str | None:
@@ -119,7 +146,8 @@ def known() -> list[str]:
     return ["base", *sorted(p.name for p in RECIPES.iterdir() if (p / "Dockerfile").is_file())]
 
 
-def recipe_hash(name: str, extra_ca: bytes) -> str:
+def recipe_hash(name: str, extra_ca: bytes, release: str | None = None) -> str:
+    release = release or release_of(name)
     digest = hashlib.sha256()
     digest.update(name.encode())
     recipe_dir = RECIPES / name
@@ -129,9 +157,9 @@ def recipe_hash(name: str, extra_ca: bytes) -> str:
             digest.update(path.read_bytes())
     parent = parent_of(name)
     if parent is None:
-        digest.update(f"{DEBIAN_SUITE} {DEBIAN_MIRROR} minbase".encode())
+        digest.update(f"{release} {DEBIAN_MIRROR} minbase".encode())
     else:
-        digest.update(recipe_hash(parent, extra_ca).encode())
+        digest.update(recipe_hash(parent, extra_ca, release).encode())
         digest.update(extra_ca)
     return digest.hexdigest()[:16]
 
@@ -146,13 +174,20 @@ def docker(*args: str, check: bool = True, capture: bool = False, **kw: object) 
     )
 
 
-def current_hash(name: str) -> str | None:
+def current_hash(reference: str) -> str | None:
     res = docker(
-        "image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', ref(name), check=False, capture=True
+        "image", "inspect", "--format", f'{{{{index .Config.Labels "{LABEL}"}}}}', reference, check=False, capture=True
     )
     if res.returncode != 0:
         return None
     return res.stdout.strip() or None
+
+
+def image_with_hash(want: str) -> str | None:
+    """An image already built from this recipe hash, under any tag (its ID), or None."""
+    res = docker("images", "--quiet", "--filter", f"label={LABEL}={want}", check=False, capture=True)
+    found = res.stdout.split() if res.returncode == 0 else []
+    return found[0] if found else None
 
 
 def elapsed(seconds: float) -> str:
@@ -240,20 +275,20 @@ def run_with_progress(
         return proc.wait()
 
 
-def build_base(want: str, source: str) -> None:
+def build_base(want: str, source: str, release: str) -> None:
     if source in ("auto", "pull"):
-        pulled = docker("pull", f"debian:{DEBIAN_SUITE}", check=False, capture=True, timeout=120)
+        pulled = docker("pull", f"debian:{release}", check=False, capture=True, timeout=120)
         if pulled.returncode == 0:
-            tag_with_label(f"debian:{DEBIAN_SUITE}", "base", want)
+            tag_with_label(f"debian:{release}", ref("base", release), want)
             return
         if source == "pull":
-            raise SystemExit(f"images: docker pull debian:{DEBIAN_SUITE} failed: {pulled.stderr.strip()}")
+            raise SystemExit(f"images: docker pull debian:{release} failed: {pulled.stderr.strip()}")
         log(f"no registry answered ({pulled.stderr.strip().splitlines()[-1:]}); using debootstrap")
     if not shutil.which("debootstrap"):
         raise SystemExit("images: debootstrap is missing (apt-get install debootstrap), or use --base-source pull")
     with tempfile.TemporaryDirectory(prefix="mnh-base-") as tmp:
         root = Path(tmp) / "root"
-        argv = ["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(root), DEBIAN_MIRROR]
+        argv = ["debootstrap", "--variant=minbase", release, str(root), DEBIAN_MIRROR]
         # Its messages (stdout) give the phases; its errors (stderr) reach the terminal as before.
         log_file = Path(tmp) / "debootstrap.log"
         rc = run_with_progress(argv, "base (debootstrap)", log_file, debootstrap_phase, stderr=None)
@@ -271,7 +306,7 @@ def build_base(want: str, source: str) -> None:
             "--change",
             'CMD ["bash"]',
             "-",
-            ref("base"),
+            ref("base", release),
             stdin=tar.stdout,
             capture=True,
         )
@@ -279,13 +314,13 @@ def build_base(want: str, source: str) -> None:
             raise SystemExit("images: tar of the debootstrap tree failed")
 
 
-def tag_with_label(source: str, name: str, want: str) -> None:
+def tag_with_label(source: str, reference: str, want: str) -> None:
     with tempfile.TemporaryDirectory() as ctx:
         Path(ctx, "Dockerfile").write_text(f"FROM {source}\nLABEL {LABEL}={want}\n")
-        docker("build", "-q", "-t", ref(name), ctx, capture=True)
+        docker("build", "-q", "-t", reference, ctx, capture=True)
 
 
-def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
+def build_recipe(name: str, want: str, extra_ca: bytes, release: str) -> None:
     parent = parent_of(name)
     assert parent is not None
     with tempfile.TemporaryDirectory(prefix=f"mnh-{name}-") as tmp:
@@ -297,11 +332,11 @@ def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
             "docker",
             "build",
             "--build-arg",
-            f"BASE={ref(parent)}",
+            f"BASE={ref(parent, release)}",
             "--label",
             f"{LABEL}={want}",
             "-t",
-            ref(name),
+            ref(name, release),
             str(ctx),
         ]
         # BuildKit, where it builds, prints its steps as plain lines (the classic builder ignores this).
@@ -309,28 +344,34 @@ def build_recipe(name: str, want: str, extra_ca: bytes) -> None:
         returncode = run_with_progress(argv, name, build_log, build_step, env=env)
         if returncode != 0:
             tail = build_log.read_text(errors="replace").splitlines()[-40:]
-            raise SystemExit(f"images: building {ref(name)} failed:\n" + "\n".join(tail))
+            raise SystemExit(f"images: building {ref(name, release)} failed:\n" + "\n".join(tail))
 
 
-def ensure(name: str, extra_ca: bytes, source: str, force: bool, done: set[str]) -> str:
-    if name in done:
-        return recipe_hash(name, extra_ca)
+def ensure(name: str, extra_ca: bytes, source: str, force: bool, done: set[str], *, release: str | None = None) -> str:
+    release = release or release_of(name)
+    reference = ref(name, release)
+    if reference in done:
+        return recipe_hash(name, extra_ca, release)
     parent = parent_of(name)
     if parent is not None:
-        ensure(parent, extra_ca, source, force, done)
-    want = recipe_hash(name, extra_ca)
-    have = current_hash(name)
+        ensure(parent, extra_ca, source, force, done, release=release)
+    want = recipe_hash(name, extra_ca, release)
+    have = current_hash(reference)
+    same = None if force else image_with_hash(want)
     if have == want and not force:
-        log(f"{ref(name)} is current (recipe {want}), reused")
+        log(f"{reference} is current (recipe {want}), reused")
+    elif same is not None:
+        docker("tag", same, reference, capture=True)
+        log(f"{reference} tagged from the image of the same recipe {want} ({same})")
     else:
         start = time.monotonic()
-        log(f"building {ref(name)} (recipe {want}, was {have or 'absent'})")
+        log(f"building {reference} (recipe {want}, was {have or 'absent'})")
         if parent is None:
-            build_base(want, source)
+            build_base(want, source, release)
         else:
-            build_recipe(name, want, extra_ca)
-        log(f"built {ref(name)} in {time.monotonic() - start:.0f}s")
-    done.add(name)
+            build_recipe(name, want, extra_ca, release)
+        log(f"built {reference} in {time.monotonic() - start:.0f}s")
+    done.add(reference)
     return want
 
 

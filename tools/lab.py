@@ -36,7 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LABEL = "org.multinode-horovod.lab"
-MACHINE_IMAGE = "multinode-horovod/machine:local"
+# The machines run the Debian release under test (MNH_DEBIAN, as tools/images.py builds them).
+MACHINE_IMAGE = f"multinode-horovod/machine:{os.environ.get('MNH_DEBIAN') or 'bookworm'}"
 CPU_IMAGE = "horovod-cpu"
 NETWORK = "mnh-lab"
 SUBNET = "10.213.9.0/24"

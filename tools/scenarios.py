@@ -63,7 +63,7 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     """Test one scenario; returns whether it passed, how long it took, its log and, when it failed,
     the digest of its failure (taken before the destroy, whose output comes after it in the log)."""
     begin = time.monotonic()
-    logfile = logdir / f"{scenario}.log"
+    logfile = logdir / log_name(scenario, os.environ)
     print(f"=== molecule scenario {scenario}", flush=True)
     failure = ""
     with logfile.open("w") as out:
@@ -84,6 +84,17 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     verdict = "passed" if rc == 0 else f"FAILED (rc {rc})"
     print(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s", flush=True)
     return rc == 0, took, logfile, failure
+
+
+def release(environ: Mapping[str, str]) -> str:
+    """The Debian release of the test hosts (MNH_DEBIAN, as tools/images.py and tools/umlbed.py read it)."""
+    return environ.get("MNH_DEBIAN") or "bookworm"
+
+
+def log_name(scenario: str, environ: Mapping[str, str]) -> str:
+    """A scenario's log file: one per release, so that make test-all keeps both."""
+    suffix = "" if release(environ) == "bookworm" else f"-{release(environ)}"
+    return f"{scenario}{suffix}.log"
 
 
 def scope(environ: Mapping[str, str]) -> str:
@@ -130,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no such scenario: {', '.join(unknown)} (see molecule/*/molecule.yml)")
     logdir = Path(args.logs)
     logdir.mkdir(parents=True, exist_ok=True)
-    print(f"=== {scope(os.environ)}", flush=True)
+    print(f"=== {scope(os.environ)}; hosts: Debian {release(os.environ)} (MNH_DEBIAN)", flush=True)
     results = [(s, *run(s, logdir)) for s in args.scenarios]
     print("\n=== molecule results", flush=True)
     for scenario, ok, took, logfile, _failure in results:

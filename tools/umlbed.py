@@ -49,7 +49,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEBIAN_SUITE = "bookworm"
+# The Debian release of the instances' root filesystem: MNH_DEBIAN (as tools/images.py), else bookworm.
+RELEASES = ("bookworm", "trixie")
+DEBIAN_SUITE = os.environ.get("MNH_DEBIAN") or "bookworm"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 DEBIAN_SECURITY_MIRROR = os.environ.get("MNH_DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
 # The kernel: see ensure_kernel(). MNH_UML_KERNEL names a linux.uml to use instead (its modules in
@@ -368,6 +370,8 @@ def missing_commands(path: str | None = None) -> dict[str, str]:
 
 
 def preflight() -> None:
+    if DEBIAN_SUITE not in RELEASES:
+        raise BedError(f"MNH_DEBIAN={DEBIAN_SUITE!r} is not a tested release; use one of {', '.join(RELEASES)}")
     missing = missing_commands()
     if missing:
         raise BedError(
@@ -695,6 +699,15 @@ def images_in_use(state_dir: Path) -> set[Path]:
     return {Path(inst.base).parent for inst in load_instances(state_dir)}
 
 
+def suite_of(directory: Path) -> str | None:
+    """The Debian release a cached base image was built from (None: not a complete image)."""
+    try:
+        suite = json.loads((directory / "recipe.json").read_text()).get("suite")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return suite if isinstance(suite, str) else None
+
+
 def ensure_base(cache: Path, state_dir: Path, kernel: Kernel, force: bool = False) -> BaseImage:
     data, digest = current_recipe(kernel)
     cache.mkdir(parents=True, exist_ok=True)
@@ -710,8 +723,15 @@ def ensure_base(cache: Path, state_dir: Path, kernel: Kernel, force: bool = Fals
         base = build_base(cache, data, digest, kernel)
         log(f"built {base.image} in {time.monotonic() - start:.0f}s")
         in_use = images_in_use(state_dir)
+        # Base images of the other releases stay: switching MNH_DEBIAN back finds its image again.
         for stale in cache.iterdir():
-            if stale.is_dir() and stale.name != KERNEL_DIR and stale != base.directory and stale not in in_use:
+            if (
+                stale.is_dir()
+                and stale.name != KERNEL_DIR
+                and stale != base.directory
+                and stale not in in_use
+                and suite_of(stale) in (DEBIAN_SUITE, None)
+            ):
                 log(f"removing the outdated {stale}")
                 shutil.rmtree(stale, ignore_errors=True)
         return base

@@ -69,8 +69,41 @@ def test_extra_ca_bundle_changes_derived_images_only(images):
     assert images.recipe_hash("child", b"") != images.recipe_hash("child", b"PEM")
 
 
-def test_image_reference(images):
-    assert images.ref("machine") == "multinode-horovod/machine:local"
+def test_image_reference(images, monkeypatch):
+    monkeypatch.delenv("MNH_DEBIAN", raising=False)
+    assert images.ref("machine") == "multinode-horovod/machine:bookworm"
+    monkeypatch.setenv("MNH_DEBIAN", "trixie")
+    assert images.ref("machine") == "multinode-horovod/machine:trixie"
+    # Workload images run in the containers: bookworm and the tag local, whatever the hosts run.
+    assert images.ref("horovod-cpu") == "multinode-horovod/horovod-cpu:local"
+    assert images.release_of("horovod-cpu") == "bookworm"
+    assert images.release_of("machine") == "trixie"
+
+
+def test_an_untested_release_is_refused(images):
+    assert images.host_release({}) == "bookworm"
+    assert images.host_release({"MNH_DEBIAN": "trixie"}) == "trixie"
+    with pytest.raises(SystemExit, match="MNH_DEBIAN='buster' is not a tested release; use one of bookworm, trixie"):
+        images.host_release({"MNH_DEBIAN": "buster"})
+
+
+def test_the_release_is_part_of_the_recipe_and_reaches_the_parents(images):
+    assert images.recipe_hash("base", b"", "bookworm") != images.recipe_hash("base", b"", "trixie")
+    assert images.recipe_hash("grandchild", b"", "bookworm") != images.recipe_hash("grandchild", b"", "trixie")
+
+
+def test_an_image_of_the_same_recipe_under_another_tag_is_tagged_not_built(images, monkeypatch):
+    calls = []
+    monkeypatch.setattr(images, "current_hash", lambda reference: None)
+    monkeypatch.setattr(images, "image_with_hash", lambda want: "sha256:feed")
+    monkeypatch.setattr(images, "docker", lambda *args, **kw: calls.append(args))
+    monkeypatch.setattr(images, "build_base", lambda *a: calls.append(("built base",)))
+    monkeypatch.setattr(images, "build_recipe", lambda *a: calls.append(("built", a[0])))
+    images.ensure("child", b"", "debootstrap", False, set(), release="bookworm")
+    assert calls == [
+        ("tag", "sha256:feed", "multinode-horovod/base:bookworm"),
+        ("tag", "sha256:feed", "multinode-horovod/child:bookworm"),
+    ]
 
 
 @pytest.fixture
@@ -178,7 +211,7 @@ def progress_lines(out: str) -> list[str]:
 
 def test_a_build_prints_each_step_as_the_builder_starts_it(images, tmp_path, monkeypatch, capsys):
     call = fake_builder(tmp_path, monkeypatch, CLASSIC)
-    images.build_recipe("child", "abc123", b"")
+    images.build_recipe("child", "abc123", b"", "bookworm")
     out = capsys.readouterr().out
     assert progress_lines(out) == [
         "[images] child: step 1/3 ARG BASE",
@@ -195,7 +228,7 @@ def test_a_long_step_says_it_is_still_running(images, tmp_path, monkeypatch, cap
     fake_builder(tmp_path, monkeypatch, CLASSIC)
     monkeypatch.setenv("FAKE_STEP_S", "1.5")
     monkeypatch.setattr(images, "HEARTBEAT_S", 0.4)
-    images.build_recipe("child", "abc123", b"")
+    images.build_recipe("child", "abc123", b"", "bookworm")
     lines = progress_lines(capsys.readouterr().out)
     still = [line for line in lines if "still running" in line]
     assert still and all(line == "[images] child: still running, at step 3/3 RUN pip install horovod" for line in still)
@@ -209,7 +242,7 @@ def test_buildkit_steps_are_printed_once_each(images, tmp_path, monkeypatch, cap
         "    print(line, flush=True)\n"
     )
     fake_builder(tmp_path, monkeypatch, script)
-    images.build_recipe("child", "abc123", b"")
+    images.build_recipe("child", "abc123", b"", "bookworm")
     assert progress_lines(capsys.readouterr().out) == [
         "[images] child: step 1/2 FROM base",
         "[images] child: step 2/2 RUN make",
@@ -220,8 +253,8 @@ def test_a_failed_build_ends_with_the_builders_last_lines(images, tmp_path, monk
     fake_builder(tmp_path, monkeypatch, CLASSIC)
     monkeypatch.setenv("FAKE_RC", "1")
     with pytest.raises(SystemExit) as failed:
-        images.build_recipe("child", "abc123", b"")
+        images.build_recipe("child", "abc123", b"", "bookworm")
     message = str(failed.value)
-    assert message.startswith("images: building multinode-horovod/child:local failed:\n")
+    assert message.startswith("images: building multinode-horovod/child:bookworm failed:\n")
     assert message.endswith("Step 3/3 : RUN pip install horovod\nerror: compiling horovod failed")
     assert "step 3/3 RUN pip install horovod" in capsys.readouterr().out

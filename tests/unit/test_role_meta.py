@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Every role's meta/main.yml tells the truth: the Ansible it needs and the platforms it is tested on.
 
-TESTED is the one list of what the test beds run (every image of tools/images.py is Debian
-bookworm). A role declares exactly these platforms, needs the ansible-core that meta/runtime.yml
+TESTED is the one list of what the test beds run: the host releases of tools/images.py and
+tools/umlbed.py (MNH_DEBIAN; make test-all runs every scenario on each). A role declares exactly these platforms, needs the ansible-core that meta/runtime.yml
 requires, and ships vars/<name>.yml only for a declared platform (the NFS roles load
 vars/<os_family>.yml, vars/<distribution>.yml and vars/<distribution>_<major version>.yml).
 """
@@ -19,8 +19,8 @@ from checkout import load
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/main.yml"))
-TESTED = {"Debian": ["bookworm"]}
-MAJOR = {"bookworm": "12"}  # ansible_facts['distribution_major_version'] of each tested release
+TESTED = {"Debian": ["bookworm", "trixie"]}
+MAJOR = {"bookworm": "12", "trixie": "13"}  # ansible_facts['distribution_major_version'] of each tested release
 
 
 def version(text: str) -> tuple[int, ...]:
@@ -52,7 +52,10 @@ def stray_vars_files(role_dir: Path, platforms: dict[str, list[str]]) -> list[st
 
 def test_the_tested_list_is_what_the_test_images_run():
     images = load("tools/images.py", "mnh_images_meta")
-    assert images.DEBIAN_SUITE in TESTED["Debian"]
+    umlbed = load("tools/umlbed.py", "mnh_umlbed_meta")
+    assert list(images.RELEASES) == TESTED["Debian"]
+    assert list(umlbed.RELEASES) == TESTED["Debian"]
+    assert images.DEFAULT_RELEASE in TESTED["Debian"]
     assert set(MAJOR) == {v for versions in TESTED.values() for v in versions}
 
 

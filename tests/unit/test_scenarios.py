@@ -158,3 +158,10 @@ def test_scope_names_what_runs():
     assert scenarios.scope({"MNH_TESTS": "all"}).startswith("tests: all")
     assert scenarios.scope({}).startswith("tests: the CI set")
     assert scenarios.scope({"MNH_TESTS": "yes"}).startswith("tests: the CI set")
+
+
+def test_each_release_keeps_its_own_log():
+    assert scenarios.release({}) == "bookworm"
+    assert scenarios.log_name("storage", {}) == "storage.log"
+    assert scenarios.log_name("storage", {"MNH_DEBIAN": "bookworm"}) == "storage.log"
+    assert scenarios.log_name("storage", {"MNH_DEBIAN": "trixie"}) == "storage-trixie.log"

@@ -291,3 +291,17 @@ def test_tail_text_drops_colours_and_blank_lines():
     text = "a\r\n\r\n[\x1b[0;32m  OK  \x1b[0m] Started b\r\n\r\nc\n"
     assert umlbed.tail_text(text, 2) == "[  OK  ] Started b\nc"
     assert umlbed.tail_text("", 5) == "(empty)"
+
+
+def test_a_base_image_knows_its_release(tmp_path):
+    (tmp_path / "recipe.json").write_text(json.dumps({"suite": "trixie"}))
+    assert umlbed.suite_of(tmp_path) == "trixie"
+    assert umlbed.suite_of(tmp_path / "missing") is None
+    (tmp_path / "recipe.json").write_text("not json")
+    assert umlbed.suite_of(tmp_path) is None
+
+
+def test_an_untested_release_is_refused(monkeypatch):
+    monkeypatch.setattr(umlbed, "DEBIAN_SUITE", "buster")
+    with pytest.raises(umlbed.BedError, match="MNH_DEBIAN='buster' is not a tested release"):
+        umlbed.preflight()
