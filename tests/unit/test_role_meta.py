@@ -3,9 +3,10 @@
 """Every role's meta/main.yml tells the truth: the Ansible it needs and the platforms it is tested on.
 
 TESTED is the one list of what the test beds run: the host releases of tools/images.py and
-tools/umlbed.py (MNH_DEBIAN; make test-all runs every scenario on each). A role declares exactly these platforms, needs the ansible-core that meta/runtime.yml
-requires, and ships vars/<name>.yml only for a declared platform (the NFS roles load
-vars/<os_family>.yml, vars/<distribution>.yml and vars/<distribution>_<major version>.yml).
+tools/umlbed.py (MNH_DEBIAN; make test-all runs every scenario on each). A role declares exactly these
+platforms, needs the ansible-core that meta/runtime.yml requires, and ships vars/<name>.yml only for a
+declared platform (the NFS roles load vars/<os_family>.yml, vars/<distribution>.yml and
+vars/<distribution>_<major version>.yml).
 """
 
 from __future__ import annotations
