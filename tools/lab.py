@@ -5,16 +5,18 @@
 
 ``up`` creates (or reuses) the machines ``lab-master``, ``lab-worker1`` and ``lab-worker2`` from the
 ``machine`` image on a private bridge, each with systemd, sshd and its own Docker storage, and one
-host directory mounted at ``/data1/share`` in all three (this kernel cannot mount NFS). They are
-reached over ssh like production hosts: a lab key is authorised in each and their host keys are
-pinned in a known_hosts file read through ``docker exec`` (an authenticated channel), never by
-trust on first use. The CPU Horovod image travels the air-gapped way, as an archive on the share.
+host directory mounted at ``/data1/share`` in all three (this kernel cannot mount NFS), and another
+at ``/data1/artifacts``, read-only on the workers (the artifact directory: what every node executes,
+written by the master only). They are reached over ssh like production hosts: a lab key is
+authorised in each and their host keys are pinned in a known_hosts file read through ``docker exec``
+(an authenticated channel), never by trust on first use. The CPU Horovod image travels the
+air-gapped way, as an archive in the artifact directory.
 
 ``site`` converges the site twice and times a launch; ``site --example horovod`` then runs the
-guide's own flow: Horovod's examples checked out from a git repository on the share at tag v0.28.1
-(``--examples PATH``: a clone of Horovod's repository; by default the stand-in of
+guide's own flow: Horovod's examples checked out from a git repository in the artifact directory at
+tag v0.28.1 (``--examples PATH``: a clone of Horovod's repository; by default the stand-in of
 tests/examples-standin), tensorboardX and tqdm installed through ``horovod_pip_packages`` from a
-wheel directory on the share, and ``examples/pytorch/pytorch_synthetic_benchmark.py --no-cuda`` on
+wheel directory there, and ``examples/pytorch/pytorch_synthetic_benchmark.py --no-cuda`` on
 the three machines, every rank's output checked.
 
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
@@ -46,6 +48,9 @@ DIND_CAPS = ("SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "NET_RAW")
 # The site's defaults (plugins/module_utils/defaults.py; tests/unit/test_shared_values.py checks them):
 # the lab mounts its share at the default horovod_share_dir, and the site names the container.
 SHARE_DIR = "/data1/share"
+# The default horovod_artifact_dir: what every node executes, written by the master only. The lab's
+# "existing" storage gives it to the workers read-only, as a real shared filesystem should (SECURITY.md).
+ARTIFACT_DIR = "/data1/artifacts"
 CONTAINER = "horovod"
 
 
@@ -101,7 +106,7 @@ def lab_dir() -> Path:
     return LAB_DIR
 
 
-def machine_run_argv(machine: Machine, share: Path) -> list[str]:
+def machine_run_argv(machine: Machine, share: Path, artifacts: Path) -> list[str]:
     """docker run arguments for one lab machine (DinD without --privileged, see docs/architecture.md "Test beds")."""
     argv = ["docker", "run", "-d", "--name", machine.container, "--hostname", machine.name]
     argv += ["--label", f"{LABEL}=machine", "--network", NETWORK, "--ip", machine.address]
@@ -112,8 +117,15 @@ def machine_run_argv(machine: Machine, share: Path) -> list[str]:
     argv += ["--tmpfs", "/run", "--tmpfs", "/run/lock", "-e", "container=docker"]
     argv += ["--mount", f"type=volume,src={machine.container}-docker,dst=/var/lib/docker,volume-label={LABEL}=docker"]
     argv += ["-v", f"{share}:{SHARE_DIR}"]
+    argv += ["-v", f"{artifacts}:{ARTIFACT_DIR}" + ("" if machine == MACHINES[0] else ":ro")]
     argv.append(MACHINE_IMAGE)
     return argv
+
+
+def mounts_of(machine: Machine) -> list[str]:
+    """The paths a lab machine has mounts at."""
+    res = run(["docker", "inspect", "-f", "{{range .Mounts}}{{.Destination}} {{end}}", machine.container], check=False)
+    return res.stdout.split()
 
 
 def exists(kind: str, name: str) -> bool:
@@ -135,9 +147,9 @@ def ensure_key(ssh_dir: Path) -> Path:
     return key
 
 
-def place_archive(archive: Path, share: Path) -> None:
-    """Put the image archive on the share; a hard link when possible (no copy of gigabytes)."""
-    target = share / "images" / "horovod-cpu.tar"
+def place_archive(archive: Path, artifacts: Path) -> None:
+    """Put the image archive in the artifact directory; a hard link when possible (no copy of gigabytes)."""
+    target = artifacts / "images" / "horovod-cpu.tar"
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and os.path.samefile(target, archive):
         return
@@ -205,17 +217,22 @@ def up() -> None:
     start = time.monotonic()
     archive = ensure_images()
     base = lab_dir()
-    share = base / "share"
+    share, artifacts = base / "share", base / "artifacts"
     share.mkdir(parents=True, exist_ok=True)
-    place_archive(archive, share)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    place_archive(archive, artifacts)
     key = ensure_key(base / "ssh")
     pubkey = key.with_suffix(".pub").read_text().strip()
     ensure_network()
     with Timer("start the lab machines"):
         for machine in MACHINES:
             state = run(["docker", "inspect", "-f", "{{.State.Running}}", machine.container], check=False)
+            if state.returncode == 0 and ARTIFACT_DIR not in mounts_of(machine):
+                log(f"{machine.name} predates the artifact directory; making it again")
+                run(["docker", "rm", "-f", "-v", machine.container])
+                state = run(["docker", "inspect", machine.container], check=False)
             if state.returncode != 0:
-                run(machine_run_argv(machine, share))
+                run(machine_run_argv(machine, share, artifacts))
             elif state.stdout.strip() != "true":
                 run(["docker", "start", machine.container])
         host_keys = {m: wait_ready(m) for m in MACHINES}
@@ -287,8 +304,8 @@ def site() -> None:
 
 def hand_typed_launch(run_name: str) -> float:
     """Run the launch script the role wrote, by hand in the master's container, and time it."""
-    script = f"{SHARE_DIR}/runs/{run_name}/horovod-launch.sh"
-    by_hand = f"{SHARE_DIR}/runs/{run_name}-by-hand"
+    script = f"{ARTIFACT_DIR}/runs/{run_name}/horovod-launch.sh"
+    by_hand = f"{ARTIFACT_DIR}/runs/{run_name}-by-hand"
     # The same horovodrun line, with its own output directory so the role's run stays as it was.
     command = (
         f"mkdir -p {by_hand} && sed -e 's#/runs/{run_name}#/runs/{run_name}-by-hand#g' {script} > {by_hand}/run.sh"
@@ -314,9 +331,10 @@ def git(*argv: str) -> None:
     run(["git", "-c", "user.name=multinode.horovod lab", "-c", "user.email=lab@example.invalid", *argv])
 
 
-def examples_repo(share: Path, source: Path | None) -> str:
-    """A git repository on the share holding Horovod's examples at GUIDE_TAG; its path in the machines."""
-    repo = share / "src" / "horovod-examples.git"
+def examples_repo(artifacts: Path, source: Path | None) -> str:
+    """A git repository in the artifact directory holding Horovod's examples at GUIDE_TAG; its path in
+    the machines."""
+    repo = artifacts / "src" / "horovod-examples.git"
     run(["rm", "-rf", str(repo)])
     repo.parent.mkdir(parents=True, exist_ok=True)
     if source is not None:
@@ -324,7 +342,7 @@ def examples_repo(share: Path, source: Path | None) -> str:
         run(["git", "clone", "--quiet", "--mirror", str(source), str(repo)])
         run(["git", "-C", str(repo), "rev-parse", "--verify", f"{GUIDE_TAG}^{{commit}}"])
     else:
-        work = share / "src" / "horovod-examples-work"
+        work = artifacts / "src" / "horovod-examples-work"
         run(["rm", "-rf", str(work)])
         run(["cp", "-r", str(STANDIN), str(work)])
         git("-C", str(work), "init", "--quiet", "--initial-branch=master")
@@ -333,31 +351,31 @@ def examples_repo(share: Path, source: Path | None) -> str:
         git("-C", str(work), "tag", GUIDE_TAG)
         run(["git", "clone", "--quiet", "--mirror", str(work), str(repo)])
         run(["rm", "-rf", str(work)])
-    return f"{SHARE_DIR}/src/{repo.name}"
+    return f"{ARTIFACT_DIR}/src/{repo.name}"
 
 
 def guide_example(source: Path | None) -> None:
-    """Horovod's synthetic benchmark from a checkout on the share, with the guide's pip packages."""
-    share = lab_dir() / "share"
-    repo = examples_repo(share, source)
-    wheels = share / "wheels"
+    """Horovod's synthetic benchmark from a checkout in the artifact directory, with the guide's pip packages."""
+    artifacts = lab_dir() / "artifacts"
+    repo = examples_repo(artifacts, source)
+    wheels = artifacts / "wheels"
     wheels.mkdir(exist_ok=True)
-    with Timer("download the guide's pip packages into the wheel directory on the share"):
+    with Timer("download the guide's pip packages into the wheel directory in the artifact directory"):
         pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
         run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
     run_name = time.strftime("guide-%Y%m%d-%H%M%S")
     extra = {
         "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
-        "docker_horovod_pip_wheel_dir": f"{SHARE_DIR}/wheels",
+        "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
         "horovod_launch_code_repo": repo,
         "horovod_launch_code_version": GUIDE_TAG,
-        "horovod_launch_code_dest": f"{SHARE_DIR}/workspace/horovod-examples",
+        "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/horovod-examples",
         "horovod_train_command": ["python3", "examples/pytorch/pytorch_synthetic_benchmark.py", *GUIDE_ARGS],
         "horovod_run_name": run_name,
     }
     wall, _, _ = playbook("-e", json.dumps(extra))
     # Horovod's script prints on rank 0 only; every rank has its log directory, and rank 0 counts them all.
-    logs = [share / "runs" / run_name / f"rank.{rank}" / "stdout" for rank in range(len(MACHINES))]
+    logs = [artifacts / "runs" / run_name / f"rank.{rank}" / "stdout" for rank in range(len(MACHINES))]
     missing = [str(p) for p in logs if not p.is_file()]
     # horovodrun prefixes each line with "[RANK]<stdout>:".
     pattern = rf"^(?:\[0\]<stdout>:)?Total img/sec on {len(MACHINES)} CPU\(s\): .*$"

@@ -62,6 +62,16 @@ def cluster_settings(host_vars: Mapping[str, Any]) -> dict[str, Any]:
     return gate.settings_of(host_vars)
 
 
+def read_only_export_options(options: Sequence[str]) -> list[str]:
+    """The share's export options for the artifact directory: ro instead of rw."""
+    return gate.read_only_export_options(options)
+
+
+def read_only_mount_options(options: Sequence[str]) -> list[str]:
+    """The share's mount options for the artifact directory: ro instead of rw."""
+    return gate.read_only_mount_options(options)
+
+
 class FilterModule:
     """Inventory contract filters."""
 
@@ -72,4 +82,6 @@ class FilterModule:
             "cluster_problems": cluster_problems,
             "cluster_report": cluster_report,
             "cluster_settings": cluster_settings,
+            "read_only_export_options": read_only_export_options,
+            "read_only_mount_options": read_only_mount_options,
         }

@@ -15,6 +15,10 @@ SSH_PORT = 12345
 CONTAINER_NAME = "horovod"
 SHARE_ROOT = "/data1"
 SHARE_DIR = f"{SHARE_ROOT}/share"
+# What every node executes from the shared storage (launch scripts, the example, checked-out code, and
+# where image archives and wheels belong): only the master writes it; the workers mount it read-only.
+ARTIFACT_DIR_NAME = "artifacts"
+ARTIFACT_DIR = f"{SHARE_ROOT}/{ARTIFACT_DIR_NAME}"
 
 # Host directories the roles agree on (docs/architecture.md "Principles that cut across roles"):
 # container_sshd fills SSHD_DIR (sshd_config, host keys), docker_horovod mounts it read-only at the same

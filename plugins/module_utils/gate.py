@@ -79,6 +79,20 @@ SETTINGS: tuple[Setting, ...] = (
         defaults.SHARE_DIR,
         ("nfs_server_exports", "nfs_client_mounts", "horovod_launch_share_dir"),
     ),
+    # Default: horovod_share_root/artifacts (settings_of derives it, so it follows the share root).
+    Setting(
+        "horovod_artifact_dir",
+        "str",
+        None,
+        (
+            "nfs_server_exports",
+            "nfs_client_mounts",
+            "horovod_launch_artifact_dir",
+            "horovod_launch_runs_dir",
+            "horovod_launch_example_dir",
+            "horovod_launch_code_dest",
+        ),
+    ),
     Setting(
         "horovod_nfs_export_options",
         "list",
@@ -231,7 +245,7 @@ def _normalise(setting: Setting, value: Any) -> Any:
         return int(value)
     if setting.kind == "str" and value is not None:
         text = str(value)
-        if setting.name in ("horovod_share_dir", "horovod_share_root"):
+        if setting.name in ("horovod_share_dir", "horovod_share_root", "horovod_artifact_dir"):
             text = strip_slash(text)
         return text
     if setting.kind == "list" and isinstance(value, list | tuple):
@@ -247,7 +261,26 @@ def settings_of(host_vars: Mapping[str, Any]) -> dict[str, Any]:
     for setting in SETTINGS:
         value = host_vars.get(setting.name, setting.default)
         out[setting.name] = value if _type_problem(setting, value) else _normalise(setting, value)
+    if out["horovod_artifact_dir"] is None:
+        out["horovod_artifact_dir"] = artifact_dir_below(out["horovod_share_root"])
     return out
+
+
+def artifact_dir_below(share_root: Any) -> Any:
+    """The default horovod_artifact_dir: ``artifacts`` below the share root (the root as it is when broken)."""
+    return f"{share_root}/{defaults.ARTIFACT_DIR_NAME}" if isinstance(share_root, str) else share_root
+
+
+def read_only_export_options(options: Sequence[str]) -> list[str]:
+    """The share's export options for the artifact directory: ``ro`` instead of ``rw``."""
+    kept = [option for option in options if option not in ("rw", "ro")]
+    return ["ro", *kept]
+
+
+def read_only_mount_options(options: Sequence[str]) -> list[str]:
+    """The share's mount options for the artifact directory: ``ro`` instead of ``rw``."""
+    kept = [option for option in options if option not in ("rw", "ro")]
+    return [*kept, "ro"]
 
 
 def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
@@ -406,26 +439,32 @@ def _role_inputs(
     addresses = {node: address_of(node, hostvars[node]) for node in nodes}
     storage_nfs = settings["horovod_shared_storage"] == "nfs"
     share_dir = settings["horovod_share_dir"]
+    artifact_dir = settings["horovod_artifact_dir"]
+    export_options = settings["horovod_nfs_export_options"]
+    mount_options = settings["horovod_nfs_mount_options"]
     mapped: dict[str, dict[str, Any]] = {}
     if name == master and storage_nfs and len(nodes) > 1:
+        clients = [addresses[n] for n in nodes if n != master]
         mapped["nfs_server"] = {
             "nfs_server_exports": [
+                {"path": share_dir, "clients": clients, "options": export_options},
                 {
-                    "path": share_dir,
-                    "clients": [addresses[n] for n in nodes if n != master],
-                    "options": settings["horovod_nfs_export_options"],
-                }
+                    "path": artifact_dir,
+                    "clients": clients,
+                    "options": read_only_export_options(export_options) if isinstance(export_options, list) else [],
+                },
             ]
         }
     if name != master and storage_nfs:
         mapped["nfs_client"] = {
             "nfs_client_mounts": [
+                {"server": addresses[master], "path": share_dir, "mountpoint": share_dir, "options": mount_options},
                 {
                     "server": addresses[master],
-                    "path": share_dir,
-                    "mountpoint": share_dir,
-                    "options": settings["horovod_nfs_mount_options"],
-                }
+                    "path": artifact_dir,
+                    "mountpoint": artifact_dir,
+                    "options": read_only_mount_options(mount_options) if isinstance(mount_options, list) else [],
+                },
             ]
         }
     mapped["docker_horovod"] = {
@@ -434,7 +473,7 @@ def _role_inputs(
         "docker_horovod_image_archive_checksum": settings["horovod_image_archive_checksum"],
         "docker_horovod_container_name": settings["horovod_container_name"],
         "docker_horovod_share_root": settings["horovod_share_root"],
-        "docker_horovod_share_mounts": [share_dir] if storage_nfs and name != master else [],
+        "docker_horovod_share_mounts": [share_dir, artifact_dir] if storage_nfs and name != master else [],
         "docker_horovod_shm_size": settings["horovod_shm_size"],
         "docker_horovod_extra_ca_bundle": settings["horovod_extra_ca_bundle"],
         "docker_horovod_pip_packages": settings["horovod_pip_packages"],
@@ -474,6 +513,10 @@ def _role_inputs(
             "horovod_launch_container": settings["horovod_container_name"],
             "horovod_launch_ssh_port": settings["horovod_ssh_port"],
             "horovod_launch_share_dir": share_dir,
+            "horovod_launch_artifact_dir": artifact_dir,
+            "horovod_launch_runs_dir": f"{artifact_dir}/runs",
+            "horovod_launch_example_dir": f"{artifact_dir}/examples",
+            "horovod_launch_code_dest": f"{artifact_dir}/workspace",
             "horovod_launch_network_interfaces": settings["horovod_network_interfaces"],
             "horovod_launch_command": settings["horovod_train_command"],
             "horovod_launch_run_name": settings["horovod_run_name"],
@@ -502,15 +545,34 @@ def _blame(role_variable: str, message: str, settings: Mapping[str, Any]) -> str
 def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Mapping[str, Any]) -> list[str]:
     """Rules of the site itself, on its own settings (the roles check what they receive)."""
     problems = []
-    for key in ("horovod_share_root", "horovod_share_dir"):
+    for key in ("horovod_share_root", "horovod_share_dir", "horovod_artifact_dir"):
         problem = path_problem(settings[key])
         if problem:
             problems.append(f"{key}: {problem}.")
-    root, share = settings["horovod_share_root"], settings["horovod_share_dir"]
+    root, share, artifacts = (
+        settings["horovod_share_root"],
+        settings["horovod_share_dir"],
+        settings["horovod_artifact_dir"],
+    )
     if not path_problem(root) and not path_problem(share) and (share == root or not is_inside(share, root)):
         problems.append(
             f"horovod_share_dir: {share!r} must be a directory below horovod_share_root {root!r} (the directory "
             f"mounted into the container), for example {defaults.SHARE_DIR} below {defaults.SHARE_ROOT}."
+        )
+    if not path_problem(root) and not path_problem(artifacts) and (artifacts == root or not is_inside(artifacts, root)):
+        problems.append(
+            f"horovod_artifact_dir: {artifacts!r} must be a directory below horovod_share_root {root!r} (the "
+            f"directory mounted into the container), for example {defaults.ARTIFACT_DIR} below {defaults.SHARE_ROOT}."
+        )
+    elif (
+        not path_problem(share)
+        and not path_problem(artifacts)
+        and (is_inside(artifacts, share) or is_inside(share, artifacts))
+    ):
+        problems.append(
+            f"horovod_artifact_dir: {artifacts!r} and horovod_share_dir {share!r} must be apart, neither inside "
+            "the other: the workers write the share and only read the artifact directory (a separate export), "
+            f"for example {defaults.SHARE_DIR} and {defaults.ARTIFACT_DIR}."
         )
     port = settings["horovod_ssh_port"]
     clash = [
@@ -626,7 +688,38 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     for line, hosts in seen.items():
         report.errors.append(f"{line} (on {_hosts_phrase(hosts, len(nodes))})")
     _overridden(nodes, master, hostvars, per_host, report)
+    report.warnings.extend(_writable_artifacts(nodes, hostvars, per_host))
     return report
+
+
+def _writable_artifacts(
+    nodes: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]], per_host: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """What every node executes but that lies outside horovod_artifact_dir, where root on a worker may
+    replace it: the image archive (unless its checksum is pinned) and the wheel directory."""
+    out = []
+    first = per_host[nodes[0]]
+    artifacts, archive = first["horovod_artifact_dir"], first["horovod_image_archive"]
+    if not isinstance(artifacts, str) or path_problem(artifacts):
+        return out
+    if (
+        isinstance(archive, str)
+        and archive
+        and not is_inside(archive, artifacts)
+        and not first["horovod_image_archive_checksum"]
+    ):
+        out.append(
+            f"horovod_image_archive: {archive!r} is outside horovod_artifact_dir {artifacts!r}, so root on a worker "
+            "may replace the image every node loads, and no horovod_image_archive_checksum pins it; put the archive "
+            f"below {artifacts} (read-only on the workers) or set its checksum (SECURITY.md)."
+        )
+    wheels = {hostvars[name].get("docker_horovod_pip_wheel_dir") for name in nodes} - {None, ""}
+    out.extend(
+        f"docker_horovod_pip_wheel_dir: {wheel_dir!r} is outside horovod_artifact_dir {artifacts!r}, so root on a "
+        f"worker may replace the wheels every container installs; put them below {artifacts} (SECURITY.md)."
+        for wheel_dir in sorted(w for w in wheels if isinstance(w, str) and not is_inside(w, artifacts))
+    )
+    return out
 
 
 def _overridden(

@@ -44,9 +44,9 @@ POSITIVE = {
     f"{P}stop_grace": "the seconds a stopped run's processes get to end before they are killed",
 }
 
-# Directories on the share, below horovod_launch_share_dir: every rank, on every host, reads or
-# writes them at the same path. code_dest must be below it, not the share itself (a checkout would
-# take over the whole share).
+# Directories on the share, below horovod_launch_share_dir or horovod_launch_artifact_dir: every rank, on
+# every host, reads or writes them at the same path. code_dest must be below one, not the directory itself
+# (a checkout would take it over).
 ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir")
 
 # horovodrun options this role sets from its own variables.
@@ -143,6 +143,37 @@ def _counts(inputs: Mapping[str, Any]) -> Problems:
     return out
 
 
+def _artifact_dir(inputs: Mapping[str, Any], share: Any, share_problem: str | None) -> tuple[Problems, str]:
+    """The problems of horovod_launch_artifact_dir, and the directory when it is sound ("" else)."""
+    artifacts = inputs.get(f"{P}artifact_dir", "")
+    if artifacts == "":
+        return [], ""
+    problem = path_problem(artifacts)
+    if problem:
+        return [(f"{P}artifact_dir", f'{problem}, or "" for none')], ""
+    if isinstance(share, str) and not share_problem and (is_inside(artifacts, share) or is_inside(share, artifacts)):
+        message = (
+            f"{artifacts!r} and the share {share!r} must be apart, neither inside the other (the workers write "
+            "the share and only read the artifact directory)"
+        )
+        return [(f"{P}artifact_dir", message)], ""
+    return [], artifacts
+
+
+def _placement(name: str, value: str, share: str, artifacts: str) -> str | None:
+    """Why a directory every rank uses is not where every host has it (below the share or the artifact
+    directory, and not that directory itself for the checkout), or None."""
+    for root, what in ((artifacts, "the artifact directory"), (share, "the share")):
+        if root and is_inside(value, root):
+            if name == f"{P}code_dest" and value == root:
+                return f"{value!r} is {what} itself; check the code out into a directory below it, e.g. {root}/code"
+            return None
+    where = f"below {share} or the artifact directory {artifacts}" if artifacts else f"below {share}"
+    return (
+        f"{value!r} is not on the share {share!r}; every rank uses it at the same path on every host, so put it {where}"
+    )
+
+
 def _directories(inputs: Mapping[str, Any]) -> Problems:
     out: Problems = []
     share = inputs.get(f"{P}share_dir", _ABSENT)
@@ -151,6 +182,8 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
         share_problem = path_problem(share)
         if share_problem:
             out.append((f"{P}share_dir", share_problem))
+    found, artifacts = _artifact_dir(inputs, share, share_problem)
+    out += found
     for name in ON_THE_SHARE:
         value = inputs.get(name, _ABSENT)
         if value is _ABSENT or (name == f"{P}workdir" and value == ""):
@@ -161,23 +194,8 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
         problem = path_problem(value)
         if problem:
             out.append((name, problem))
-        elif share is _ABSENT or share_problem:
-            continue
-        elif not is_inside(value, share):
-            out.append(
-                (
-                    name,
-                    f"{value!r} is not on the share {share!r}; every rank uses it at the same path on every host, "
-                    f"so put it below {share}",
-                )
-            )
-        elif name == f"{P}code_dest" and value == share:
-            out.append(
-                (
-                    name,
-                    f"{value!r} is the share itself; check the code out into a directory below it, e.g. {share}/code",
-                )
-            )
+        elif share is not _ABSENT and not share_problem and (placed := _placement(name, value, share, artifacts)):
+            out.append((name, placed))
     key = inputs.get(f"{P}ssh_identity_file", _ABSENT)
     if key is not _ABSENT and (not isinstance(key, str) or not key.startswith("/")):
         out.append(

@@ -214,7 +214,8 @@ def test_sshd_is_narrowed_to_the_cluster_as_the_site_does():
 
 
 def test_with_nfs_a_workers_container_waits_for_the_share_as_the_site_says():
-    assert inputs("node-b", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"] == ["/data1/share"]
+    mounts = inputs("node-b", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"]
+    assert mounts == ["/data1/share", "/data1/artifacts"]
     # The master serves the share from its own disk; nothing is mounted there.
     assert inputs("node-a", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"] == []
     existing = gate.settings_of({"horovod_shared_storage": "existing"})
@@ -257,3 +258,80 @@ def test_every_fact_a_role_publishes_is_known_to_the_gate():
                 published |= {name for name in facts if not name.startswith("_") and name != "cacheable"}
     assert published, "no set_fact found: the test reads the wrong files"
     assert published <= set(gate.ROLE_FACTS), published - set(gate.ROLE_FACTS)
+
+
+def test_the_artifact_directory_is_exported_and_mounted_read_only():
+    master = inputs("node-a", good_hostvars())
+    share, artifacts = master["nfs_server"]["nfs_server_exports"]
+    assert share == {
+        "path": "/data1/share",
+        "clients": ["192.0.2.11", "192.0.2.12"],
+        "options": ["rw", "sync", "no_subtree_check", "no_root_squash"],
+    }
+    assert artifacts == {
+        "path": "/data1/artifacts",
+        "clients": ["192.0.2.11", "192.0.2.12"],
+        "options": ["ro", "sync", "no_subtree_check", "no_root_squash"],
+    }
+    mounts = inputs("node-b", good_hostvars())["nfs_client"]["nfs_client_mounts"]
+    assert [(m["path"], m["mountpoint"], m["options"][-1]) for m in mounts] == [
+        ("/data1/share", "/data1/share", "noatime"),
+        ("/data1/artifacts", "/data1/artifacts", "ro"),
+    ]
+    launch = master["horovod_launch"]
+    assert launch["horovod_launch_artifact_dir"] == "/data1/artifacts"
+    assert launch["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
+    assert launch["horovod_launch_example_dir"] == "/data1/artifacts/examples"
+    assert launch["horovod_launch_code_dest"] == "/data1/artifacts/workspace"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [(["rw", "sync"], ["ro", "sync"]), (["sync", "ro"], ["ro", "sync"]), (["sync"], ["ro", "sync"])],
+)
+def test_read_only_export_options(options, expected):
+    assert cluster.read_only_export_options(options) == expected
+
+
+def test_read_only_mount_options():
+    assert cluster.read_only_mount_options(["nfsvers=4.2", "rw", "hard"]) == ["nfsvers=4.2", "hard", "ro"]
+
+
+def test_the_artifact_directory_follows_the_share_root():
+    assert gate.settings_of({})["horovod_artifact_dir"] == "/data1/artifacts"
+    assert gate.settings_of({"horovod_share_root": "/srv/"})["horovod_artifact_dir"] == "/srv/artifacts"
+    assert gate.settings_of({"horovod_artifact_dir": "/srv/x/"})["horovod_artifact_dir"] == "/srv/x"
+
+
+@pytest.mark.parametrize(
+    ("values", "fragment"),
+    [
+        ({"horovod_artifact_dir": "/srv/artifacts"}, "must be a directory below horovod_share_root '/data1'"),
+        ({"horovod_artifact_dir": "/data1"}, "must be a directory below horovod_share_root '/data1'"),
+        ({"horovod_artifact_dir": "/data1/share/artifacts"}, "must be apart, neither inside the other"),
+        ({"horovod_artifact_dir": "/data1/x", "horovod_share_dir": "/data1/x/share"}, "must be apart"),
+        ({"horovod_artifact_dir": "artifacts"}, "horovod_artifact_dir: 'artifacts' is not absolute"),
+    ],
+)
+def test_a_misplaced_artifact_directory_stops_in_the_gate(values, fragment):
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(**values)))
+    assert any(fragment in error for error in report["errors"]), report["errors"]
+
+
+def test_what_nodes_execute_outside_the_artifact_directory_is_a_warning():
+    outside = everywhere(horovod_image_archive="/data1/share/images/h.tar", docker_horovod_pip_wheel_dir="/data1/w")
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**outside))
+    assert not report["errors"], report["errors"]
+    assert any(
+        w.startswith("horovod_image_archive: '/data1/share/images/h.tar' is outside") for w in report["warnings"]
+    )
+    assert any(w.startswith("docker_horovod_pip_wheel_dir: '/data1/w' is outside") for w in report["warnings"])
+    inside = everywhere(
+        horovod_image_archive="/data1/artifacts/images/h.tar", docker_horovod_pip_wheel_dir="/data1/artifacts/w"
+    )
+    assert not cluster.cluster_report(GOOD_GROUPS, good_hostvars(**inside))["warnings"]
+    # A pinned checksum verifies the archive wherever it lies.
+    pinned = everywhere(
+        horovod_image_archive="/data1/share/images/h.tar", horovod_image_archive_checksum="sha256:" + "a" * 64
+    )
+    assert not cluster.cluster_report(GOOD_GROUPS, good_hostvars(**pinned))["warnings"]

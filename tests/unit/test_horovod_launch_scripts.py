@@ -277,10 +277,20 @@ def test_a_host_without_the_masters_share_does_not_read_the_marker(tmp_path):
 
 
 def test_no_marker_without_a_share_directory(tmp_path):
-    with probe.share_marker(str(tmp_path / "absent")) as markers:
+    with probe.share_marker([str(tmp_path / "absent")]) as markers:
         assert markers == []
-    with probe.share_marker("") as markers:
+    with probe.share_marker([""]) as markers:
         assert markers == []
+
+
+def test_a_marker_in_each_shared_directory(tmp_path):
+    share, artifacts = tmp_path / "share", tmp_path / "artifacts"
+    share.mkdir()
+    artifacts.mkdir()
+    with probe.share_marker([str(share), str(artifacts)]) as markers:
+        assert [os.path.dirname(path) for path, _ in markers] == [str(share), str(artifacts)]
+        assert all(probe.marker_state(path, token) == "ok" for path, token in markers)
+    assert list(share.iterdir()) == list(artifacts.iterdir()) == []
 
 
 def test_marker_entries_are_path_equals_token():

@@ -45,6 +45,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("CONFIG_ROOT", re.escape(defaults.CONFIG_ROOT) + _END),
         ("CONTAINER_SSH_DIR", r"(?<![\w.-])" + re.escape(defaults.CONTAINER_SSH_DIR) + _END),
         ("SHARE_DIR", r"(?<![\w.-])" + re.escape(defaults.SHARE_DIR) + _END),
+        ("ARTIFACT_DIR", r"(?<![\w.-])" + re.escape(defaults.ARTIFACT_DIR) + _END),
         ("SHARE_ROOT", r"(?<![\w.-])" + re.escape(defaults.SHARE_ROOT) + _END),
         ("SSH_PORT", rf"(?<![0-9]){defaults.SSH_PORT}(?![0-9])"),
         # The name as a value, not as part of multinode.horovod, horovod/horovod, horovod_launch or horovod==.
@@ -159,16 +160,19 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # Inventories: the example shows the defaults (test_the_example_inventory_shows_the_defaults); the
     # lab's archive lies on its share, the default share directory.
     ("inventories/example/group_vars/horovod_cluster.yml", "CONTAINER_NAME"): (1, DEFINITION),
-    ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_DIR"): (3, "the default, and two examples on it"),
+    ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_DIR"): (2, "the default, and an example on it"),
+    ("inventories/example/group_vars/horovod_cluster.yml", "ARTIFACT_DIR"): (1, "an example in it"),
     ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_ROOT"): (1, DEFINITION),
     ("inventories/example/group_vars/horovod_cluster.yml", "SSH_PORT"): (1, DEFINITION),
-    ("inventories/lab/group_vars/horovod_cluster.yml", "SHARE_DIR"): (
+    ("inventories/lab/group_vars/horovod_cluster.yml", "SHARE_DIR"): (1, "a comment"),
+    ("inventories/lab/group_vars/horovod_cluster.yml", "ARTIFACT_DIR"): (
         2,
-        "the lab's archive on its share, and a comment",
+        "the lab's archive in its artifact directory, and a comment",
     ),
     # tools/lab.py: its constants (checked below), its docstring, the guide's example named horovod,
     # and the lab machine's own root account (not the container's).
     ("tools/lab.py", "SHARE_DIR"): (2, "SHARE_DIR, checked, and the docstring"),
+    ("tools/lab.py", "ARTIFACT_DIR"): (2, "ARTIFACT_DIR, checked, and the docstring"),
     ("tools/lab.py", "CONTAINER_NAME"): (4, "CONTAINER, checked; the example called horovod (3)"),
     ("tools/lab.py", "CONTAINER_SSH_DIR"): (5, "the lab machine's own /root/.ssh, not the container's"),
 }
@@ -292,4 +296,8 @@ def test_the_example_inventory_shows_the_defaults():
 
 def test_the_lab_uses_the_shared_values():
     lab = load("tools/lab.py", "lab_shared_values")
-    assert (lab.SHARE_DIR, lab.CONTAINER) == (defaults.SHARE_DIR, defaults.CONTAINER_NAME)
+    assert (lab.SHARE_DIR, lab.ARTIFACT_DIR, lab.CONTAINER) == (
+        defaults.SHARE_DIR,
+        defaults.ARTIFACT_DIR,
+        defaults.CONTAINER_NAME,
+    )

@@ -20,8 +20,12 @@ import pytest
 import testinfra
 
 SHARE = "/data1/share"
-# The site's default horovod_nfs_export_options.
+# The site's default horovod_artifact_dir: what every node executes, exported read-only to the workers.
+ARTIFACTS = "/data1/artifacts"
+ARCHIVE = f"{ARTIFACTS}/images/sshbox.tar"
+# The site's default horovod_nfs_export_options, and the artifact directory's (ro instead of rw).
 EXPORT_OPTIONS = {"rw", "sync", "no_subtree_check", "no_root_squash"}
+ARTIFACT_EXPORT_OPTIONS = {"ro", "sync", "no_subtree_check", "no_root_squash"}
 CONTAINER = "horovod"
 SSH_PORT = 12345
 REPO = Path(os.environ.get("MNH_REPO", Path(__file__).resolve().parents[3]))
@@ -75,27 +79,32 @@ def master_reaches(hosts, addr, node):
     return out.rc == 0 and out.stdout.strip() == node
 
 
-def nfs_mount(host):
-    """(source, fstype, options) of the mount at SHARE, or None."""
-    result = host.run(f"findmnt --noheadings --output SOURCE,FSTYPE,OPTIONS --mountpoint {SHARE}")
+def nfs_mount(host, mountpoint=SHARE):
+    """(source, fstype, options) of the mount at `mountpoint`, or None."""
+    result = host.run(f"findmnt --noheadings --output SOURCE,FSTYPE,OPTIONS --mountpoint {mountpoint}")
     if result.rc != 0:
         return None
     source, fstype, options = result.stdout.split()
     return source, fstype, set(options.split(","))
 
 
-def test_master_exports_the_share_to_the_workers_only(hosts, addr):
-    export = run_ok(hosts["master"], "exportfs -s")
-    clients = {}
-    for line in export.splitlines():
+def exports(host):
+    """{path: {client: options}} of what the server exports now."""
+    found = {}
+    for line in run_ok(host, "exportfs -s").splitlines():
         path, _, rest = line.partition(" ")
-        if path == SHARE:
-            for spec in rest.split():
-                client, _, options = spec.partition("(")
-                clients[client] = set(options.rstrip(")").split(","))
-    assert set(clients) == {addr["worker1"], addr["worker2"]}
-    for options in clients.values():
-        assert options >= EXPORT_OPTIONS
+        for spec in rest.split():
+            client, _, options = spec.partition("(")
+            found.setdefault(path, {})[client] = set(options.rstrip(")").split(","))
+    return found
+
+
+def test_master_exports_the_share_to_the_workers_only(hosts, addr):
+    found = exports(hosts["master"])
+    for path, wanted in ((SHARE, EXPORT_OPTIONS), (ARTIFACTS, ARTIFACT_EXPORT_OPTIONS)):
+        assert set(found[path]) == {addr["worker1"], addr["worker2"]}, path
+        for options in found[path].values():
+            assert options >= wanted, (path, options)
     assert hosts["master"].service("nfs-server").is_enabled
     assert hosts["master"].file("/etc/exports.d/multinode-horovod.exports").contains(addr["worker1"])
 
@@ -112,6 +121,33 @@ def test_worker_has_the_master_share_mounted(hosts, addr, worker):
     assert [f"{addr['master']}:{SHARE}", SHARE, "nfs"] in [fields[:3] for fields in fstab]
     # The image's own root line is foreign to the role and must survive.
     assert ["/dev/ubda", "/", "ext4"] in [fields[:3] for fields in fstab]
+
+
+@pytest.mark.parametrize("worker", ["worker1", "worker2"])
+def test_worker_has_the_artifact_directory_mounted_read_only(hosts, addr, worker):
+    mount = nfs_mount(hosts[worker], ARTIFACTS)
+    assert mount is not None, f"nothing is mounted at {ARTIFACTS} on {worker}"
+    source, fstype, options = mount
+    assert (source, fstype) == (f"{addr['master']}:{ARTIFACTS}", "nfs4")
+    assert "ro" in options
+
+
+@pytest.mark.parametrize("worker", ["worker1", "worker2"])
+def test_root_on_a_worker_cannot_change_what_every_node_executes(hosts, worker):
+    """Root on a worker, on the host and in its container, tries to plant a file and to replace the
+    image archive in the artifact directory: the export is read-only, both fail."""
+    before = run_ok(hosts["master"], f"sha256sum {ARCHIVE}")
+    for where, run in (("host", hosts[worker].run), ("container", lambda c: in_container(hosts[worker], c))):
+        planted = run(f"echo planted > {ARTIFACTS}/planted-by-{worker}")
+        assert planted.rc != 0, f"root in {worker}'s {where} wrote the artifact directory"
+        assert "Read-only file system" in planted.stderr, planted.stderr
+        replaced = run(f"cp /etc/hostname {ARCHIVE}")
+        assert replaced.rc != 0, f"root in {worker}'s {where} replaced the image archive"
+        assert "Read-only file system" in replaced.stderr, replaced.stderr
+    assert run_ok(hosts["master"], f"sha256sum {ARCHIVE}") == before
+    assert not hosts["master"].file(f"{ARTIFACTS}/planted-by-{worker}").exists
+    # The share itself stays writable for the workers (their data, checkpoints, logs).
+    run_ok(hosts[worker], f"touch {SHARE}/written-by-{worker} && rm {SHARE}/written-by-{worker}")
 
 
 def test_file_written_on_worker1_is_read_on_master_and_worker2(hosts):

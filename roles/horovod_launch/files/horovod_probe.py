@@ -8,7 +8,7 @@ addresses per interface, for each given address the interface here that holds it
 is this node), the size of /dev/shm, missing directories, the horovodrun launchers running here and
 every process of the container but the probe itself and its ancestors (the docker exec or ssh
 session that runs it), which the role sorts into idle ones and jobs (plugins/module_utils/jobs.py),
-and whether a marker file the master's probe wrote on the share reads back here with its token (a
+and whether the marker files the master's probe wrote on the shared directories read back here (a
 container whose share is not mounted in it sees an empty directory).
 
 On the master the role runs it once (``python3 -c CODE``, through ``docker exec``) with the cluster's
@@ -253,24 +253,27 @@ def probe_remote(
 
 
 @contextlib.contextmanager
-def share_marker(directory: str | None) -> Iterator[list[Marker]]:
-    """A marker file with a fresh token in `directory` (the share) while the hosts are probed."""
-    if not directory or not os.path.isdir(directory):
-        yield []
-        return
+def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
+    """A marker file with a fresh token in each of `directories` (the share, the artifact directory)
+    while the hosts are probed; a directory that is missing or that this host cannot write gets none."""
     token = secrets.token_hex(16)
-    path = os.path.join(directory, f".multinode-horovod-preflight-{token[:12]}")
+    markers: list[Marker] = []
     try:
-        with open(path, "w") as handle:
-            handle.write(token + "\n")
-    except OSError:
-        yield []
-        return
-    try:
-        yield [(path, token)]
+        for directory in directories:
+            if not directory or not os.path.isdir(directory):
+                continue
+            path = os.path.join(directory, f".multinode-horovod-preflight-{token[:12]}")
+            try:
+                with open(path, "w") as handle:
+                    handle.write(token + "\n")
+            except OSError:
+                continue
+            markers.append((path, token))
+        yield markers
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        for path, _ in markers:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def survey(
@@ -280,11 +283,11 @@ def survey(
     timeout: float,
     with_build: bool,
     *,
-    share: str | None = None,
+    shares: Sequence[str] = (),
 ) -> dict[str, object]:
-    """Probe here, tell which hosts are this one, and probe every other host in parallel; with
-    `share`, every host also reads back a marker written there first."""
-    with share_marker(share) as markers:
+    """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
+    also reads back the markers written first in `shares`."""
+    with share_marker(shares) as markers:
         return _survey(hosts, paths, ssh, timeout, with_build, markers=markers)
 
 
@@ -345,7 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--marker", action="append", default=[], type=marker_entry, help="PATH=TOKEN: a marker file to read back here"
     )
-    parser.add_argument("--share-marker", default="", help="on the master: the share, where every host reads a marker")
+    parser.add_argument(
+        "--share-marker",
+        action="append",
+        default=[],
+        help="on the master: a shared directory where every host reads back a marker (repeatable)",
+    )
     parser.add_argument(
         "--host", action="append", default=[], type=host_entry, help="NAME=ADDRESS of a host of the run (on the master)"
     )
@@ -360,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             json.loads(args.ssh_argv),
             args.remote_timeout,
             args.check_build,
-            share=args.share_marker,
+            shares=args.share_marker,
         )
     else:
         report = probe(args.address, args.path, args.marker)
