@@ -296,3 +296,54 @@ def test_worker_comes_back_after_reboot_with_its_share_in_the_container(hosts, a
         assert master_reaches(hosts, addr, "worker2")
     finally:
         hosts["master"].run(f"rm -f {path} {after_boot}")
+
+
+FOREIGN_EXPORT = "/srv/foreign-export"
+FOREIGN_FSTAB = "LABEL=scratch /scratch ext4 defaults,nofail 0 2"
+
+
+def teardown(inventory, *extra):
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            *("-i", inventory, str(REPO / "playbooks" / "teardown.yml"), *extra),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(os.environ.get("MNH_TESTS") != "all", reason="make test-all only (MNH_TESTS=all)")
+def test_teardown_removes_the_nfs_half_and_keeps_what_is_not_the_collections(hosts, addr, inventory):
+    """playbooks/teardown.yml on real kernels (the lab has no NFS): the workers' mounts and fstab lines
+    and the master's exports go, a foreign export and fstab line and the share's data stay, a second
+    teardown changes nothing. Runs last: the machines are left torn down."""
+    master = hosts["master"]
+    run_ok(
+        master,
+        f"mkdir -p {FOREIGN_EXPORT} && echo '{FOREIGN_EXPORT} {addr['outsider']}(ro)' > /etc/exports.d/foreign.exports",
+    )
+    run_ok(master, "exportfs -ra && echo kept > /data1/share/data-kept")
+    for worker in ("worker1", "worker2"):
+        run_ok(hosts[worker], f"grep -qxF '{FOREIGN_FSTAB}' /etc/fstab || echo '{FOREIGN_FSTAB}' >> /etc/fstab")
+    first = teardown(inventory)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    assert not master.file("/etc/exports.d/multinode-horovod.exports").exists
+    exported = exports(master)
+    assert SHARE not in exported and ARTIFACTS not in exported, exported
+    assert set(exported[FOREIGN_EXPORT]) == {addr["outsider"]}
+    assert run_ok(master, "cat /data1/share/data-kept").strip() == "kept"
+    assert master.file(ARCHIVE).exists
+    for worker in ("worker1", "worker2"):
+        host = hosts[worker]
+        assert nfs_mount(host, SHARE) is None and nfs_mount(host, ARTIFACTS) is None, worker
+        fstab = host.file("/etc/fstab").content_string
+        assert addr["master"] not in fstab, fstab
+        assert FOREIGN_FSTAB in fstab and "/dev/ubda / ext4" in fstab, fstab
+        assert host.run(f"docker inspect {CONTAINER}").rc != 0, f"{worker} still runs the container"
+        assert not host.file("/etc/multinode-horovod").exists
+        assert not host.file("/etc/systemd/system/docker.service.d/multinode-horovod-share.conf").exists
+    second = teardown(inventory)
+    recaps = [line for line in second.stdout.splitlines() if " : ok=" in line]
+    assert second.returncode == 0 and recaps and all(" changed=0 " in line for line in recaps), second.stdout[-3000:]
