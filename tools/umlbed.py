@@ -87,6 +87,15 @@ PACKAGES: tuple[str, ...] = (
     "docker.io",
     "python3-requests",
 )
+# Packages of one release only: Debian 13's docker.io only recommends its command line (docker-cli),
+# which Debian 12's docker.io holds itself.
+RELEASE_PACKAGES: dict[str, tuple[str, ...]] = {"trixie": ("docker-cli",)}
+
+
+def packages(suite: str) -> tuple[str, ...]:
+    """What the base image of `suite` installs."""
+    return PACKAGES + RELEASE_PACKAGES.get(suite, ())
+
 
 # Files written into the image (path -> content). Part of the recipe hash.
 FILES: dict[str, str] = {
@@ -190,7 +199,7 @@ def recipe(kver: str, modules_dep: bytes) -> dict[str, object]:
         "suite": DEBIAN_SUITE,
         "mirror": DEBIAN_MIRROR,
         "security_mirror": DEBIAN_SECURITY_MIRROR,
-        "packages": sorted(PACKAGES),
+        "packages": sorted(packages(DEBIAN_SUITE)),
         "files": FILES,
         "enable": list(ENABLE_UNITS),
         "disable": list(DISABLE_UNITS),
@@ -198,7 +207,7 @@ def recipe(kver: str, modules_dep: bytes) -> dict[str, object]:
         "size": IMAGE_SIZE,
         "kernel": kver,
         "modules_dep": hashlib.sha256(modules_dep).hexdigest(),
-        "script": chroot_script(PACKAGES),
+        "script": chroot_script(packages(DEBIAN_SUITE)),
     }
 
 
@@ -632,8 +641,8 @@ def build_base(cache: Path, data: dict[str, object], digest: str, kernel: Kernel
             target.parent.mkdir(parents=True, exist_ok=True)
             if path != "/etc/resolv.conf":
                 target.write_text(content)
-        with timed(f"apt-get install of {len(PACKAGES)} packages in the chroot"):
-            script = chroot_script(PACKAGES)
+        with timed(f"apt-get install of {len(packages(DEBIAN_SUITE))} packages in the chroot"):
+            script = chroot_script(packages(DEBIAN_SUITE))
             run(
                 [
                     "unshare",

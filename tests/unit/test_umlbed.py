@@ -305,3 +305,9 @@ def test_an_untested_release_is_refused(monkeypatch):
     monkeypatch.setattr(umlbed, "DEBIAN_SUITE", "buster")
     with pytest.raises(umlbed.BedError, match="MNH_DEBIAN='buster' is not a tested release"):
         umlbed.preflight()
+
+
+def test_debian_13_gets_the_docker_command_line_that_its_docker_io_only_recommends():
+    assert "docker-cli" in umlbed.packages("trixie")
+    assert "docker-cli" not in umlbed.packages("bookworm")  # bookworm's docker.io holds it
+    assert set(umlbed.PACKAGES) <= set(umlbed.packages("trixie"))
