@@ -425,7 +425,16 @@ def _agreement(nodes: Sequence[str], per_host: Mapping[str, Mapping[str, Any]], 
 
 
 # Role variables site.yml takes from the inventory when set there (and derives otherwise).
-HONOURED = frozenset({"container_sshd_listen_addresses", "container_sshd_allow_from", "ssh_trust_mesh"})
+HONOURED = frozenset(
+    {
+        "container_sshd_listen_addresses",
+        "container_sshd_allow_from",
+        "ssh_trust_mesh",
+        "horovod_launch_runs_dir",
+        "horovod_launch_example_dir",
+        "horovod_launch_code_dest",
+    }
+)
 
 
 def _role_inputs(
@@ -514,9 +523,10 @@ def _role_inputs(
             "horovod_launch_ssh_port": settings["horovod_ssh_port"],
             "horovod_launch_share_dir": share_dir,
             "horovod_launch_artifact_dir": artifact_dir,
-            "horovod_launch_runs_dir": f"{artifact_dir}/runs",
-            "horovod_launch_example_dir": f"{artifact_dir}/examples",
-            "horovod_launch_code_dest": f"{artifact_dir}/workspace",
+            # In the artifact directory, unless the inventory places them (HONOURED).
+            "horovod_launch_runs_dir": own.get("horovod_launch_runs_dir", f"{artifact_dir}/runs"),
+            "horovod_launch_example_dir": own.get("horovod_launch_example_dir", f"{artifact_dir}/examples"),
+            "horovod_launch_code_dest": own.get("horovod_launch_code_dest", f"{artifact_dir}/workspace"),
             "horovod_launch_network_interfaces": settings["horovod_network_interfaces"],
             "horovod_launch_command": settings["horovod_train_command"],
             "horovod_launch_run_name": settings["horovod_run_name"],

@@ -335,3 +335,15 @@ def test_what_nodes_execute_outside_the_artifact_directory_is_a_warning():
         horovod_image_archive="/data1/share/images/h.tar", horovod_image_archive_checksum="sha256:" + "a" * 64
     )
     assert not cluster.cluster_report(GOOD_GROUPS, good_hostvars(**pinned))["warnings"]
+
+
+def test_the_inventory_may_place_the_launch_directories_itself():
+    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/share/code"})
+    mapped = inputs("node-a", hostvars)["horovod_launch"]
+    assert mapped["horovod_launch_code_dest"] == "/data1/share/code"
+    assert mapped["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert not report["errors"] and not any("horovod_launch_code_dest" in w for w in report["warnings"]), report
+    # Still checked by the role's rules: on the share or in the artifact directory.
+    outside = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
+    assert any("horovod_launch_code_dest" in e and "is not on the share" in e for e in outside["errors"]), outside
