@@ -18,6 +18,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
+    ca_places,
     canonical_name,
     image_reference,
     invalid_regexes,
@@ -172,4 +173,5 @@ class FilterModule:
             "docker_horovod_device_specs": device_specs,
             "docker_horovod_archive_problem": archive_problem,
             "docker_horovod_restart_victims": restart_victims,
+            "docker_horovod_ca_places": ca_places,
         }

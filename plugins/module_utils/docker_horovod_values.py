@@ -57,6 +57,42 @@ def image_reference(value: Any) -> dict[str, str] | None:
     return {key: match.group(key) or "" for key in ("name", "tag", "digest")}
 
 
+# Docker Hub under its names: dockerd trusts only the host's trust store for it (moby ignores
+# /etc/docker/certs.d for Docker Hub's index).
+DOCKER_HUB = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def registry_of(name: str) -> str:
+    """The registry host (and port) an image name is pulled from, as Docker reads it: the first path
+    component when it has a dot or a colon or is localhost, else Docker Hub (docker.io)."""
+    first, sep, _rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def ca_places(image: Any, archive: Any, gpu_count: Any, nvidia_repo_url: Any) -> dict[str, Any]:
+    """Where the extra CA bundle must go on the host, beside the container (pip): the host's trust store
+    only for a pull from Docker Hub (dockerd reads nothing else for it) or apt over https to NVIDIA's
+    repository on a GPU host; Docker's own directory of the registry (/etc/docker/certs.d/<registry>) for
+    a pull from another registry; nowhere on the host for an image loaded from an archive (no pull).
+    Returns {host_store: bool, registry: "<host[:port]>" or "", why: what needs the host store}."""
+    ref = image_reference(image)
+    pulls = not archive and ref is not None
+    registry = registry_of(ref["name"]) if pulls and ref is not None else ""
+    why = []
+    if registry in DOCKER_HUB:
+        why.append(f"Docker pulls {image} from Docker Hub, for which dockerd reads only the host's trust store")
+    gpus = int(gpu_count or 0)
+    if gpus > 0 and str(nvidia_repo_url or "").startswith("https://"):
+        why.append(f"apt fetches NVIDIA's repository over https ({nvidia_repo_url}) on this GPU host")
+    return {
+        "host_store": bool(why),
+        "registry": "" if registry in DOCKER_HUB else registry,
+        "why": "; ".join(why),
+    }
+
+
 def invalid_regexes(patterns: Iterable[Any]) -> list[str]:
     """The patterns that are not valid Python regular expressions (for assert messages)."""
     bad = []

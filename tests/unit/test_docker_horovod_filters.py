@@ -8,9 +8,11 @@ import json
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import registry_of
 from checkout import REPO, load
 
 f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters")
+ca_places = f.FilterModule().filters()["docker_horovod_ca_places"]
 
 # Real `lspci -n` lines of a DGX-like server: 2 GPUs, an NVIDIA audio function, an NVSwitch, and
 # a non-NVIDIA VGA controller (the BMC's).
@@ -241,6 +243,7 @@ def test_filter_names() -> None:
         "docker_horovod_device_specs",
         "docker_horovod_archive_problem",
         "docker_horovod_restart_victims",
+        "docker_horovod_ca_places",
     }
 
 
@@ -268,3 +271,42 @@ def test_restart_victims_follow_the_container_name_option() -> None:
 
 def test_restart_victims_without_names_are_named_by_id() -> None:
     assert f.restart_victims([{"Id": "d" * 64}], "horovod") == ["d" * 12]
+
+
+@pytest.mark.parametrize(
+    ("name", "registry"),
+    [
+        ("horovod/horovod", "docker.io"),
+        ("ubuntu", "docker.io"),
+        ("docker.io/horovod/horovod", "docker.io"),
+        ("registry.example.org/ml/horovod", "registry.example.org"),
+        ("mirror:5000/horovod", "mirror:5000"),
+        ("localhost/horovod", "localhost"),
+        ("multinode-horovod/sshbox", "docker.io"),
+    ],
+)
+def test_the_registry_of_an_image_as_docker_reads_it(name, registry):
+    assert registry_of(name) == registry
+
+
+def test_an_image_from_an_archive_needs_the_extra_ca_nowhere_on_the_host():
+    places = ca_places("horovod/horovod:0.28.1", "/data1/artifacts/images/h.tar", 0, "https://nvidia.github.io/x")
+    assert places == {"host_store": False, "registry": "", "why": ""}
+
+
+def test_a_pull_from_docker_hub_needs_the_hosts_trust_store():
+    places = ca_places("horovod/horovod:0.28.1", "", 0, "https://nvidia.github.io/x")
+    assert places["host_store"] and places["registry"] == ""
+    assert "Docker Hub" in places["why"]
+
+
+def test_a_pull_from_another_registry_uses_dockers_directory_of_it_only():
+    places = ca_places("registry.example.org:5000/ml/horovod:1", "", 0, "https://nvidia.github.io/x")
+    assert places == {"host_store": False, "registry": "registry.example.org:5000", "why": ""}
+
+
+def test_a_gpu_host_fetching_nvidias_repository_over_https_needs_the_trust_store():
+    assert ca_places("horovod/horovod:0.28.1", "/a.tar", 2, "https://nvidia.github.io/x")["host_store"]
+    # A mirror over plain http, or no GPU, needs nothing on the host.
+    assert not ca_places("horovod/horovod:0.28.1", "/a.tar", 2, "http://mirror.example/x")["host_store"]
+    assert not ca_places("horovod/horovod:0.28.1", "/a.tar", 0, "https://nvidia.github.io/x")["host_store"]
