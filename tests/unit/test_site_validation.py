@@ -127,6 +127,8 @@ CASES: list[tuple[str, Any, str]] = [
     ("share-dir-outside-root", cluster(horovod_share_dir="/srv/share"), "must be a directory below horovod_share_root"),
     ("share-dir-is-root", cluster(horovod_share_dir="/data1"), "must be a directory below horovod_share_root"),
     ("share-dir-space", cluster(horovod_share_dir="/data1/my share"), "not allowed"),
+    ("artifact-dir-in-share", cluster(horovod_artifact_dir="/data1/share/bin"), "must be apart, neither inside"),
+    ("artifact-dir-outside-root", cluster(horovod_artifact_dir="/opt/bin"), "horovod_artifact_dir: '/opt/bin' must be"),
     ("image-archive-relative", cluster(horovod_image_archive="images/horovod.tar"), "horovod_image_archive"),
     # types
     ("interfaces-string", cluster(horovod_network_interfaces="eth0"), "horovod_network_interfaces (on every host)"),
