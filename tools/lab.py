@@ -286,15 +286,17 @@ def site() -> None:
     first, first_changed, _ = playbook()
     second, second_changed, _ = playbook()
     run_name = time.strftime("timing-%Y%m%d-%H%M%S")
-    launch, _, _ = playbook("--tags", "launch", "-e", f"horovod_run_name={run_name}")
+    launch, _, launch_out = playbook("--tags", "launch", "-e", f"horovod_run_name={run_name}")
     by_hand = hand_typed_launch(run_name)
+    seen = re.search(r"its end seen\s+([0-9.]+)\s+s\s+after\s+it", launch_out)
     report = [
         "lab measurements (this machine: " + machine_summary() + ")",
         f"  converge (first run here):   {first:6.0f}s  changed={first_changed}",
         f"  no-op re-run:                {second:6.0f}s  changed={second_changed}"
         f"  ratio {second / first:.2f} of the first run",
-        f"  launch role, new run:        {launch:6.0f}s  (preflight, workspace, launch, watch, summary)",
-        f"  the same horovodrun by hand: {by_hand:6.0f}s",
+        f"  launch role, new run:        {launch:6.0f}s  (--tags launch: gate, probes, launch, wait, summary)",
+        f"  the same horovodrun by hand: {by_hand:6.0f}s  the role's cost {launch - by_hand:4.1f}s",
+        f"  the run's end seen by the role {seen.group(1) if seen else '?'}s after it",
     ]
     (lab_dir() / "measurements.txt").write_text("\n".join(report) + "\n")
     print("\n".join(report), flush=True)

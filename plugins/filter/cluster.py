@@ -7,7 +7,8 @@ plugins/module_utils/gate.py), so the first play can stop before any change and 
 once; `cluster_gate` is the same gate for a play's `hosts:` keyword, which Ansible evaluates even when
 `--start-at-task` or `--skip-tags always` skip the first play's tasks; `cluster_settings` is the
 site's settings with their defaults (one table for the gate and the plays); `cluster_nodes` turns the
-inventory's hosts into the `[{name, address, slots}]` list the roles take. Unit-tested in
+inventory's hosts into the `[{name, address, slots}]` list the roles take; `cluster_probe_sections`
+splits the node probe's one command into what each of its programs printed. Unit-tested in
 tests/unit/test_cluster_filters.py and, through ansible-playbook, tests/unit/test_site_validation.py.
 """
 
@@ -33,6 +34,19 @@ def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dic
             slots = positive(host.get("docker_horovod_gpu_count")) or 1
         nodes.append({"name": name, "address": gate.address_of(name, host), "slots": slots})
     return nodes
+
+
+def cluster_probe_sections(text: str) -> dict[str, str]:
+    """The output of one command that ran several (probe_node.yml), split at its ``@@ NAME`` lines:
+    {NAME: what that part printed}. Text before the first mark is dropped."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in str(text).splitlines():
+        if line.startswith("@@ "):
+            current = sections.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "".join(f"{line}\n" for line in lines) for name, lines in sections.items()}
 
 
 def cluster_report(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -79,6 +93,7 @@ class FilterModule:
         return {
             "cluster_gate": cluster_gate,
             "cluster_nodes": cluster_nodes,
+            "cluster_probe_sections": cluster_probe_sections,
             "cluster_problems": cluster_problems,
             "cluster_report": cluster_report,
             "cluster_settings": cluster_settings,

@@ -347,3 +347,14 @@ def test_the_inventory_may_place_the_launch_directories_itself():
     # Still checked by the role's rules: on the share or in the artifact directory.
     outside = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
     assert any("horovod_launch_code_dest" in e and "is not on the share" in e for e in outside["errors"]), outside
+
+
+def test_probe_sections_split_one_command_into_its_programs():
+    ss = 'LISTEN 0 128 *:12345 users:(("sshd",pid=1))'
+    text = f"noise\n@@ lspci\n17:00.0 0302: 10de:2335\n@@ nvidia-smi\n@@ ss\n{ss}\n"
+    assert cluster.cluster_probe_sections(text) == {
+        "lspci": "17:00.0 0302: 10de:2335\n",
+        "nvidia-smi": "",
+        "ss": f"{ss}\n",
+    }
+    assert cluster.cluster_probe_sections("") == {}

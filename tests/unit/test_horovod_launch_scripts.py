@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -54,7 +55,17 @@ def test_progress_finished(tmp_path):
     (tmp_path / "started").write_text("1000")
     (tmp_path / "finished").write_text("1093")
     (tmp_path / "rc").write_text("1\n")
-    assert progress.status(tmp_path, 5000) == (True, "finished rc=1 after 93s")
+    os.utime(tmp_path / "rc", (4998, 4998))
+    assert progress.status(tmp_path, 5000) == (True, "finished rc=1 after 93s, seen 2.00s after the end")
+
+
+def test_progress_finished_says_when_stop_marked_it(tmp_path):
+    (tmp_path / "started").write_text("1000")
+    (tmp_path / "finished").write_text("1012")
+    (tmp_path / "rc").write_text("143")
+    (tmp_path / "stopped").write_text("stopped by multinode.horovod.horovod_launch\n")
+    os.utime(tmp_path / "rc", (4999.5, 4999.5))
+    assert progress.status(tmp_path, 5000) == (True, "finished rc=143 after 12s, seen 0.50s after the end, stopped")
 
 
 def test_progress_main_returns_at_once_when_finished(tmp_path, capsys):
@@ -64,7 +75,7 @@ def test_progress_main_returns_at_once_when_finished(tmp_path, capsys):
     started = time.monotonic()
     assert progress.main([str(tmp_path), "30"]) == 0
     assert time.monotonic() - started < 5
-    assert capsys.readouterr().out == "finished rc=0 after 0s\n"
+    assert capsys.readouterr().out.startswith("finished rc=0 after 0s, seen ")
 
 
 def test_progress_main_waits_at_most_the_given_time(tmp_path, capsys):
@@ -80,7 +91,7 @@ def test_progress_runs_as_python_c(tmp_path):
     (tmp_path / "rc").write_text("124")
     code = (FILES / "horovod_progress.py").read_text()
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "0"], capture_output=True, text=True, check=True)
-    assert out.stdout == "finished rc=124 after 0s\n"
+    assert re.fullmatch(r"finished rc=124 after 0s, seen [0-9]+\.[0-9]{2}s after the end\n", out.stdout), out.stdout
 
 
 def test_probe_reports_local_addresses_and_missing_paths(tmp_path):

@@ -23,23 +23,27 @@ from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 TWO_GPUS = "GPU 0: NVIDIA H200 (UUID: GPU-0)\nGPU 1: NVIDIA H200 (UUID: GPU-1)\n"
+FAKED_GPUS = {"docker_horovod_gpu_detect_lspci_output": "", "docker_horovod_gpu_detect_nvidia_smi_output": TWO_GPUS}
 
 pytestmark = pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
 
 
-def run(tmp_path: Path, *args: str, book: str = "site.yml", **node: Any) -> str:
+def run(tmp_path: Path, *args: str, book: str = "site.yml", path: Path | None = None, **node: Any) -> str:
+    """The probe on this machine; with ``path``, lspci and nvidia-smi come from that directory instead
+    of the role's faked output."""
     host = {
         "ansible_connection": "local",
         "ansible_python_interpreter": os.environ.get("MNH_PROBE_PYTHON", shutil.which("python3")),
         "horovod_node_address": "192.0.2.10",
-        "docker_horovod_gpu_detect_lspci_output": "",
-        "docker_horovod_gpu_detect_nvidia_smi_output": TWO_GPUS,
+        **({} if path else FAKED_GPUS),
         **node,
     }
     data = {"all": {"children": {"horovod_cluster": {"children": {"horovod_master": {"hosts": {"node-a": host}}}}}}}
     inv = tmp_path / "hosts.yml"
     inv.write_text(yaml.safe_dump(data))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
+    if path:
+        env["PATH"] = f"{path}:{env['PATH']}"
     res = subprocess.run(
         ["ansible-playbook", book, "-i", str(inv), "--tags", "probe", *args],
         cwd=REPO,
@@ -85,3 +89,29 @@ def test_a_foreign_program_on_the_ssh_port_is_named(tmp_path):
 def test_the_preflight_playbook_probes_too(tmp_path):
     out = run(tmp_path, book="playbooks/preflight.yml", horovod_slots=3)
     assert "horovod_slots is 3 on node-a, but the node has 2 GPU(s)" in out
+
+
+def tools(tmp_path: Path, smi: str) -> Path:
+    """lspci showing two NVIDIA GPUs and an nvidia-smi running ``smi``, first on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gpus = ["17:00.0 0302: 10de:2335 (rev a1)", "3d:00.0 0302: 10de:2335 (rev a1)"]
+    (bin_dir / "lspci").write_text("#!/bin/sh\n" + "".join(f"echo '{gpu}'\n" for gpu in gpus))
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{smi}\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return bin_dir
+
+
+def test_the_probe_reads_the_gpu_tools_in_its_one_command(tmp_path):
+    out = run(tmp_path, path=tools(tmp_path, f"printf '{TWO_GPUS}'"))
+    assert out.startswith("rc=0"), out
+    assert "node-a: 2 slot(s) (2 GPU(s) found)" in out
+
+
+def test_the_probe_quotes_nvidia_smi_when_the_driver_does_not_see_the_gpus(tmp_path):
+    failing = "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2; exit 9"
+    out = run(tmp_path, path=tools(tmp_path, failing))
+    assert not out.startswith("rc=0"), out
+    assert "node-a has 2 NVIDIA GPU(s) on the PCI bus but nvidia-smi lists none" in out
+    assert "(NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.)" in out

@@ -7,7 +7,10 @@
 directory is on the share, at the same path as in the container). It returns as soon as the run
 has finished (it looks four times a second), or after WAIT_SECONDS, and prints exactly one line:
 
-* ``finished rc=N after Ss`` - the wrapper wrote ``rc`` (and ``started``/``finished``);
+* ``finished rc=N after Ss, seen X.XXs after the end`` - the wrapper wrote ``rc`` (and
+  ``started``/``finished``); X is how long ago ``rc`` was written (the role's delay in noticing the
+  end: the lab prints it); then ``, stopped`` when playbooks/stop.yml marked the run, so the role
+  reads the whole end in one line;
 * ``running Ss | LAST LINE`` - the last non-empty line horovodrun printed so far;
 * ``starting`` - the wrapper has not written ``started`` yet.
 
@@ -56,7 +59,12 @@ def status(run_dir: Path, now: float) -> tuple[bool, str]:
     if rc is not None:
         finished = read_int(run_dir / "finished")
         duration = max(0, finished - started) if finished is not None and started is not None else 0
-        return True, f"finished rc={rc} after {duration}s"
+        try:
+            seen = max(0.0, now - (run_dir / "rc").stat().st_mtime)
+        except OSError:
+            seen = 0.0
+        mark = ", stopped" if (run_dir / "stopped").exists() else ""
+        return True, f"finished rc={rc} after {duration}s, seen {seen:.2f}s after the end{mark}"
     if started is None:
         return False, "starting"
     line = last_line(run_dir / "launcher.log") or "(no output yet)"
