@@ -1,0 +1,298 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The launch preflight's judgement: what the probe of every node found, turned into the problems that
+stop a run (each naming the host and the fix) and the preflight result.
+
+horovod_launch's tasks/checks.yml runs the probe (files/horovod_probe.py, one ``docker exec`` in the
+master's container that probes every other node over the pinned ssh) and hands its report here; the
+rules live in this file only, unit-tested in tests/unit/test_horovod_preflight.py. Two stages, as a
+reader would fix them: what must hold before the nodes' reports can be read at all (Horovod in the
+image, the controller and frameworks, one host per address, every node reachable), then what the
+reports say (the share seen in every container, unique hostnames, one Horovod, one image, the network
+interfaces, /dev/shm).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.formatters import bytes_to_human
+from ansible_collections.multinode.horovod.plugins.filter.horovod_hosts import check_build
+from ansible_collections.multinode.horovod.plugins.filter.horovod_run import job_processes
+
+# What the role passes in (tasks/checks.yml); every key is required.
+SETTINGS = (
+    "container",  # horovod_launch_container
+    "ssh_port",  # horovod_launch_ssh_port
+    "identity_file",  # horovod_launch_ssh_identity_file
+    "controller",  # horovod_launch_controller
+    "required_frameworks",  # horovod_launch_required_frameworks
+    "network_interfaces",  # horovod_launch_network_interfaces
+    "never_auto_nics",  # interfaces automatic detection never picks (lo, docker0)
+    "min_shm_size",  # horovod_launch_min_shm_size, as the user wrote it
+    "min_shm_bytes",  # the same in bytes
+    "idle_patterns",  # horovod_launch_idle_process_patterns
+    "share_dir",  # horovod_launch_share_dir
+    "master_image",  # the image ID of the master's container
+    "other_image_ids",  # {host: image ID} of the other containers that were read
+)
+
+
+def _text(value: Any, limit: int) -> str:
+    text = " ".join(str(value or "").split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> list[str]:
+    """What must hold before the other nodes' reports can be read."""
+    problems = []
+    build_run = report.get("check_build") or {}
+    if build_run.get("rc") != 0:
+        output = f"{build_run.get('stderr') or ''} {build_run.get('stdout') or ''}"
+        return [
+            f"{me}: 'horovodrun --check-build' failed in the container '{s['container']}' "
+            f"(rc {build_run.get('rc')}): {_text(output, 400)}. The container must run a Horovod image; set "
+            "docker_horovod_image (or docker_horovod_image_archive) to one and run multinode.horovod.docker_horovod "
+            "again."
+        ]
+    build = check_build(build_run.get("stdout"))
+    missing = [f for f in s["required_frameworks"] if f not in build["frameworks"]]
+    if s["controller"] not in build["controllers"] or missing:
+        problems.append(
+            f"{me}: Horovod {build['version']} in the container '{s['container']}' has the controllers "
+            f"{json.dumps(build['controllers'])} and the frameworks {json.dumps(build['frameworks'])}, but "
+            f"horovod_launch_controller is {s['controller']} and horovod_launch_required_frameworks is "
+            f"{json.dumps(list(s['required_frameworks']))}. Choose from what the image has, or use an image built "
+            "with them (docker_horovod_image)."
+        )
+    local_names = report.get("local_names") or []
+    if len(local_names) > 1:
+        problems.append(
+            f"{me}: the addresses of {', '.join(local_names)} all lead to this host, so horovodrun would start all "
+            "their processes here. Give each host in horovod_launch_hosts its own address (horovod_node_address)."
+        )
+    for remote in report.get("remotes") or []:
+        if remote.get("rc") == 0:
+            continue
+        stderr = remote.get("stderr") or ""
+        where = f"{remote.get('name')} ({remote.get('address')}):"
+        if remote.get("rc") == 255:
+            if "Host key verification failed" in stderr:
+                fix = (
+                    "Its host key is not pinned (or differs) in the master container's known_hosts: run "
+                    "multinode.horovod.ssh_trust for the cluster."
+                )
+            elif "Permission denied" in stderr:
+                fix = "The master's key is not authorised there: run multinode.horovod.ssh_trust for the cluster."
+            else:
+                fix = (
+                    f"Check that its container runs sshd on port {s['ssh_port']} (docker_horovod, container_sshd) "
+                    f"and that {remote.get('address')} is reachable from {me}."
+                )
+            problems.append(
+                f"{where} ssh from the container '{s['container']}' on {me} to port {s['ssh_port']} with "
+                f"{s['identity_file']} failed: {_text(stderr, 300)}. {fix}"
+            )
+        else:
+            problems.append(
+                f"{where} the probe failed in its container (rc {remote.get('rc')}): {_text(stderr, 300)}. The "
+                "container needs python3 (a Horovod image; run multinode.horovod.docker_horovod)."
+            )
+    return problems
+
+
+def _nodes(report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str) -> list[dict[str, Any]]:
+    """Each host with what its probe found: name, address, slots, probe, interface and ip of its address."""
+    remotes = {r.get("name"): r for r in report.get("remotes") or []}
+    nodes = []
+    for host in hosts:
+        remote = remotes.get(host["name"])
+        try:
+            probe = json.loads(remote["stdout"]) if remote is not None else report["local"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnsibleFilterError(f"horovod_preflight: no probe report for {host['name']}: {exc}") from exc
+        own = (probe.get("addresses") or {}).get(host["address"]) or {}
+        nodes.append(
+            {
+                "name": host["name"],
+                "address": host["address"],
+                "slots": int(host.get("slots") or 1),
+                "probe": probe,
+                "interface": own.get("interface"),
+                "ip": own.get("ip"),
+            }
+        )
+    return nodes
+
+
+def _share_problem(node: Mapping[str, Any], share_dir: str) -> str | None:
+    probe = node["probe"]
+    if probe.get("missing_paths"):
+        return (
+            f"{node['name']}: the share {share_dir} is missing in its container. Mount the share on that host "
+            "(nfs_client, or the existing shared filesystem) and recreate the container with it (docker_horovod)."
+        )
+    unread = [(path, state) for path, state in (probe.get("markers") or {}).items() if state != "ok"]
+    if not unread:
+        return None
+    path, state = unread[0]
+    where = path.rsplit("/", 1)[0] or "/"
+    return (
+        f"{node['name']}: its container does not see the master's share at {where}: the marker the master's "
+        f"container wrote there is {state} in it, so the directory there is another one (an empty mount point). "
+        f"Mount the share on that host (findmnt {where}) and, if the container still does not see it, recreate "
+        "the container (docker_horovod)."
+    )
+
+
+def _hostnames(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for node in nodes:
+        hostname = node["probe"].get("hostname")
+        same = [n["name"] for n in nodes if n["name"] != node["name"] and n["probe"].get("hostname") == hostname]
+        if same:
+            problems.append(
+                f"{node['name']} and {', '.join(same)} all have the hostname '{hostname}' in their containers; "
+                "Horovod and MPI tell hosts apart by hostname. Give each host its own hostname (hostnamectl "
+                "set-hostname) and recreate its container (docker_horovod)."
+            )
+    return problems
+
+
+def _versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
+    mine = s["local_version"]
+    return [
+        f"{node['name']} runs Horovod '{node['probe'].get('horovod_version')}' but {me} runs '{mine}'; every "
+        "node must run the same image. Run multinode.horovod.docker_horovod on the cluster with one "
+        "docker_horovod_image."
+        for node in nodes
+        if node["probe"].get("horovod_version") != mine
+    ]
+
+
+def _images(_: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
+    differs = [
+        f"{name} runs {image}" for name, image in sorted(s["other_image_ids"].items()) if image != s["master_image"]
+    ]
+    if not differs:
+        return []
+    return [
+        f"Not every container runs the image of {me}'s container ({s['master_image']}): {'; '.join(differs)}. "
+        "Every rank must run the same code: run the site's container play (site.yml --tags container) so that "
+        "docker_horovod gives every node one image, or recreate the containers of those hosts from it."
+    ]
+
+
+def _named_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for node in nodes:
+        have = sorted((node["probe"].get("interfaces") or {}).keys())
+        absent = [nic for nic in s["network_interfaces"] if nic not in have]
+        if absent:
+            problems.append(
+                f"{node['name']}: {', '.join(absent)} from horovod_launch_network_interfaces does not exist in its "
+                f"container (it has {', '.join(have)}). List interfaces every host has, or leave "
+                "horovod_launch_network_interfaces empty to use the one that holds each host's address."
+            )
+    return problems
+
+
+def _found_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+    """With no interface named: each host's address on a usable interface, one name on every host."""
+    if not s["auto_nics"]:
+        return []
+    problems = []
+    for node in nodes:
+        if node["interface"] is None:
+            how = f"resolves there to {node['ip'] or 'nothing'}, which no interface of its container holds"
+        elif node["interface"] in s["never_auto_nics"]:
+            how = f"is on {node['interface']}, which is never chosen automatically"
+        else:
+            continue
+        problems.append(
+            f"{node['name']}: its address {node['address']} {how}. Set its address (horovod_node_address) to "
+            "one the other hosts reach it by, or name the interfaces in horovod_launch_network_interfaces."
+        )
+    if len({n["interface"] for n in nodes}) > 1:
+        named = ", ".join(f"{n['name']}: {n['interface']}" for n in nodes)
+        problems.append(
+            f"The hosts' addresses are on interfaces with different names ({named}); Horovod uses one "
+            "interface name on every host. Name the interfaces in horovod_launch_network_interfaces (each "
+            "must exist everywhere) or rename them."
+        )
+    return problems
+
+
+def _shm(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{node['name']}: /dev/shm in its container is {bytes_to_human(int(node['probe'].get('shm_bytes') or 0))}, "
+        f"less than horovod_launch_min_shm_size ({s['min_shm_size']}). Recreate the container with a larger "
+        "shared memory (docker_horovod_shm_size) or lower horovod_launch_min_shm_size."
+        for node in nodes
+        if int(node["probe"].get("shm_bytes") or 0) < int(s["min_shm_bytes"])
+    ]
+
+
+def _shares(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+    return [p for p in (_share_problem(node, s["share_dir"]) for node in nodes) if p]
+
+
+# What the nodes' reports say, in the order a reader would fix it.
+SECOND_STAGE = (_shares, _hostnames, _versions, _images, _named_interfaces, _found_interfaces, _shm)
+
+
+def preflight(
+    report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """{problems, horovod_version, network_interfaces, hosts, launchers}: ``problems`` is empty when the run
+    can start; ``hosts`` is each host's name, address, slots, hostname, interface and running jobs."""
+    missing = [key for key in SETTINGS if key not in settings]
+    if missing:
+        raise AnsibleFilterError(f"horovod_preflight: settings lack {', '.join(missing)}")
+    if not isinstance(report, Mapping) or "local" not in report:
+        raise AnsibleFilterError("horovod_preflight: expects the report of files/horovod_probe.py")
+    result: dict[str, Any] = {
+        "problems": [],
+        "horovod_version": "",
+        "network_interfaces": [],
+        "hosts": [],
+        "launchers": [],
+    }
+    problems = _first_stage(report, me, settings)
+    if problems:
+        result["problems"] = problems
+        return result
+    nodes = _nodes(report, hosts, me)
+    # With no other host, horovodrun opens no connection, so there is no interface to choose.
+    auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
+    local = report["local"]
+    rules = {**settings, "auto_nics": auto_nics, "local_version": local.get("horovod_version")}
+    result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
+    result["horovod_version"] = local.get("horovod_version", "")
+    result["launchers"] = local.get("launchers") or []
+    if settings["network_interfaces"]:
+        result["network_interfaces"] = list(settings["network_interfaces"])
+    elif auto_nics:
+        result["network_interfaces"] = list(dict.fromkeys(n["interface"] for n in nodes))
+    result["hosts"] = [
+        {
+            "name": n["name"],
+            "address": n["address"],
+            "slots": n["slots"],
+            "hostname": n["probe"].get("hostname"),
+            "interface": n["interface"],
+            "jobs": job_processes(n["probe"].get("processes") or [], settings["idle_patterns"]),
+        }
+        for n in nodes
+    ]
+    return result
+
+
+class FilterModule:
+    """multinode.horovod launch preflight filter."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"horovod_preflight": preflight}

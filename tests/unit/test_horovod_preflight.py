@@ -1,0 +1,254 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The launch preflight's judgement (plugins/filter/horovod_preflight.py): a sound report of three
+nodes passes, and each broken case is named with its host and fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.filter.horovod_preflight import SETTINGS, preflight
+
+CHECK_BUILD = """Horovod v0.28.1:
+
+Available Frameworks:
+    [ ] TensorFlow
+    [X] PyTorch
+
+Available Controllers:
+    [ ] MPI
+    [X] Gloo
+
+Available Tensor Operations:
+    [ ] NCCL
+    [X] Gloo
+"""
+HOSTS = [
+    {"name": "node-a", "address": "10.0.0.1", "slots": 1},
+    {"name": "node-b", "address": "10.0.0.2", "slots": 2},
+    {"name": "node-c", "address": "10.0.0.3", "slots": 1},
+]
+SETTINGS_OK: dict[str, Any] = {
+    "container": "horovod",
+    "ssh_port": 12345,
+    "identity_file": "/root/.ssh/id_ed25519",
+    "controller": "gloo",
+    "required_frameworks": ["pytorch"],
+    "network_interfaces": [],
+    "never_auto_nics": ["lo", "docker0"],
+    "min_shm_size": "1G",
+    "min_shm_bytes": 1 << 30,
+    "idle_patterns": [],
+    "share_dir": "/data1/share",
+    "master_image": "sha256:aaa",
+    "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
+}
+
+
+def node(name: str, address: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "hostname": name,
+        "horovod_version": "0.28.1",
+        "interfaces": {"eth0": [address], "lo": ["127.0.0.1"]},
+        "addresses": {
+            h["address"]: {"ip": h["address"], "interface": "eth0" if h["address"] == address else None} for h in HOSTS
+        },
+        "shm_bytes": 2 << 30,
+        "missing_paths": [],
+        "launchers": [],
+        "processes": [{"pid": 1, "args": "sleep 5"}],
+        "markers": {"/data1/share/.multinode-horovod-marker": "ok"},
+        **extra,
+    }
+
+
+def report() -> dict[str, Any]:
+    return {
+        "check_build": {"rc": 0, "stdout": CHECK_BUILD, "stderr": ""},
+        "local": node("node-a", "10.0.0.1"),
+        "local_names": ["node-a"],
+        "remotes": [
+            {
+                "name": h["name"],
+                "address": h["address"],
+                "rc": 0,
+                "stdout": json.dumps(node(h["name"], h["address"])),
+                "stderr": "",
+            }
+            for h in HOSTS[1:]
+        ],
+    }
+
+
+def remote(rep: dict[str, Any], name: str, **changes: Any) -> dict[str, Any]:
+    """Change what the probe of ``name`` reported."""
+    for entry in rep["remotes"]:
+        if entry["name"] == name:
+            probe = json.loads(entry["stdout"])
+            probe.update(changes)
+            entry["stdout"] = json.dumps(probe)
+    return rep
+
+
+def judge(rep: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    return preflight(rep, HOSTS, "node-a", {**SETTINGS_OK, **settings})
+
+
+def test_a_sound_cluster_passes_with_its_hosts_and_interface():
+    result = judge(report())
+    assert result["problems"] == []
+    assert result["horovod_version"] == "0.28.1"
+    assert result["network_interfaces"] == ["eth0"]
+    assert [(h["name"], h["slots"], h["hostname"], h["interface"], h["jobs"]) for h in result["hosts"]] == [
+        ("node-a", 1, "node-a", "eth0", []),
+        ("node-b", 2, "node-b", "eth0", []),
+        ("node-c", 1, "node-c", "eth0", []),
+    ]
+
+
+def test_a_job_on_a_worker_is_listed_with_its_host():
+    rep = remote(report(), "node-c", processes=[{"pid": 7, "args": "python3 train.py"}])
+    hosts = judge(rep)["hosts"]
+    assert [h["jobs"] for h in hosts] == [[], [], ["7 python3 train.py"]]
+
+
+# Cases that break more than one rule: a host on another interface also makes the names differ; a
+# hostname shared by two hosts is named from each; an interface no host has is named for each host.
+EXPECTED_COUNT = {"address nowhere": 2, "address on docker0": 2, "same hostname": 2, "nic absent": 3}
+
+
+def _remote_fails(index: int, rc: int, stderr: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda rep: rep["remotes"][index].update(rc=rc, stdout="", stderr=stderr)
+
+
+# Each case: how it breaks the report, and the settings it changes.
+BREAKS: dict[str, tuple[Callable[[dict[str, Any]], Any], dict[str, Any]]] = {
+    "no horovodrun": (
+        lambda rep: rep.update(check_build={"rc": 127, "stdout": "", "stderr": "horovodrun: command not found"}),
+        {},
+    ),
+    "no mpi": (lambda rep: None, {"controller": "mpi"}),
+    "no tensorflow": (lambda rep: None, {"required_frameworks": ["pytorch", "tensorflow"]}),
+    "one host twice": (lambda rep: rep.update(local_names=["node-a", "node-b"]), {}),
+    "host key": (_remote_fails(0, 255, "Host key verification failed."), {}),
+    "key refused": (_remote_fails(0, 255, "root@10.0.0.2: Permission denied (publickey)."), {}),
+    "no sshd": (_remote_fails(1, 255, "ssh: connect to host 10.0.0.3 port 12345: Connection refused"), {}),
+    "no python": (_remote_fails(1, 127, "sh: 1: python3: not found"), {}),
+    "share missing": (lambda rep: remote(rep, "node-b", missing_paths=["/data1/share"]), {}),
+    "other share": (
+        lambda rep: remote(rep, "node-c", markers={"/data1/artifacts/.multinode-horovod-marker": "missing"}),
+        {},
+    ),
+    "same hostname": (lambda rep: remote(rep, "node-c", hostname="node-b"), {}),
+    "other horovod": (lambda rep: remote(rep, "node-b", horovod_version="0.27.0"), {}),
+    "other image": (lambda rep: None, {"other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:bbb"}}),
+    "nic absent": (lambda rep: None, {"network_interfaces": ["ib0"]}),
+    "address nowhere": (
+        lambda rep: remote(rep, "node-b", addresses={"10.0.0.2": {"ip": "10.9.9.9", "interface": None}}),
+        {},
+    ),
+    "address on docker0": (
+        lambda rep: remote(rep, "node-b", addresses={"10.0.0.2": {"ip": "10.0.0.2", "interface": "docker0"}}),
+        {},
+    ),
+    "names differ": (
+        lambda rep: remote(rep, "node-c", addresses={"10.0.0.3": {"ip": "10.0.0.3", "interface": "ens5"}}),
+        {},
+    ),
+    "small shm": (lambda rep: remote(rep, "node-c", shm_bytes=64 << 20), {}),
+}
+
+
+def broken(case: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    rep = report()
+    change, settings = BREAKS[case]
+    change(rep)
+    return rep, settings
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (
+            "no horovodrun",
+            "node-a: 'horovodrun --check-build' failed in the container 'horovod' (rc 127): "
+            "horovodrun: command not found.",
+        ),
+        ("no mpi", "horovod_launch_controller is mpi"),
+        ("no tensorflow", 'horovod_launch_required_frameworks is ["pytorch", "tensorflow"]'),
+        ("one host twice", "node-a: the addresses of node-a, node-b all lead to this host"),
+        ("host key", "node-b (10.0.0.2): ssh from the container 'horovod' on node-a to port 12345"),
+        ("host key", "Its host key is not pinned (or differs) in the master container's known_hosts"),
+        ("key refused", "The master's key is not authorised there: run multinode.horovod.ssh_trust"),
+        ("no sshd", "Check that its container runs sshd on port 12345 (docker_horovod, container_sshd)"),
+        ("no python", "node-c (10.0.0.3): the probe failed in its container (rc 127): sh: 1: python3: not found."),
+        ("share missing", "node-b: the share /data1/share is missing in its container."),
+        ("other share", "node-c: its container does not see the master's share at /data1/artifacts: the marker"),
+        ("same hostname", "node-b and node-c all have the hostname 'node-b' in their containers"),
+        ("other horovod", "node-b runs Horovod '0.27.0' but node-a runs '0.28.1'"),
+        (
+            "other image",
+            "Not every container runs the image of node-a's container (sha256:aaa): node-c runs sha256:bbb.",
+        ),
+        (
+            "nic absent",
+            "node-b: ib0 from horovod_launch_network_interfaces does not exist in its container (it has eth0, lo)",
+        ),
+        (
+            "address nowhere",
+            "node-b: its address 10.0.0.2 resolves there to 10.9.9.9, which no interface of its container",
+        ),
+        ("address on docker0", "node-b: its address 10.0.0.2 is on docker0, which is never chosen automatically"),
+        ("names differ", "different names (node-a: eth0, node-b: eth0, node-c: ens5)"),
+        ("small shm", "node-c: /dev/shm in its container is 64.00 MB, less than horovod_launch_min_shm_size (1G)"),
+    ],
+)
+def test_each_broken_case_is_named_with_its_fix(case, expected):
+    rep, settings = broken(case)
+    problems = judge(rep, **settings)["problems"]
+    assert any(expected in p for p in problems), problems
+    # Only what the case broke is reported (some cases break two rules, or the same rule on each host).
+    assert len(problems) == EXPECTED_COUNT.get(case, 1), problems
+
+
+def test_the_first_stage_stops_before_the_reports_are_read():
+    rep, _ = broken("no python")
+    remote(rep, "node-b", hostname="node-c")  # would be a second-stage problem
+    rep["remotes"][1]["stdout"] = "not json"
+    result = judge(rep)
+    assert len(result["problems"]) == 1 and result["hosts"] == []
+
+
+def test_every_problem_of_the_second_stage_is_shown_at_once():
+    rep = remote(report(), "node-b", horovod_version="0.27.0", shm_bytes=1)
+    problems = judge(rep)["problems"]
+    assert len(problems) == 2, problems
+
+
+def test_named_interfaces_are_used_as_given():
+    assert judge(report(), network_interfaces=["eth0"])["network_interfaces"] == ["eth0"]
+
+
+def test_one_host_needs_no_interface():
+    rep = report()
+    rep["remotes"] = []
+    result = preflight(rep, HOSTS[:1], "node-a", SETTINGS_OK | {"other_image_ids": {}})
+    assert result["problems"] == [] and result["network_interfaces"] == []
+
+
+@pytest.mark.parametrize("key", SETTINGS)
+def test_a_missing_setting_is_an_error(key):
+    settings = copy.deepcopy(SETTINGS_OK)
+    del settings[key]
+    with pytest.raises(AnsibleFilterError, match=key):
+        preflight(report(), HOSTS, "node-a", settings)
+
+
+def test_something_else_than_a_probe_report_is_an_error():
+    with pytest.raises(AnsibleFilterError, match=r"horovod_probe\.py"):
+        preflight({"rc": 1}, HOSTS, "node-a", SETTINGS_OK)
