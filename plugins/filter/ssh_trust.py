@@ -49,6 +49,11 @@ Nodes = Sequence[Mapping[str, Any]]
 Rows = dict[str, dict[str, str]]
 
 
+def _read(hostvars: Mapping[str, Any], name: str) -> bool:
+    """Whether tasks/read.yml ran on the node `name` in this run (not when --limit left it out)."""
+    return HOST_KEYS in (hostvars.get(name) or {})
+
+
 def _fact(hostvars: Mapping[str, Any], name: str, fact: str) -> Any:
     """A fact the role set on the node `name`, which every node has once the task setting it ran."""
     try:
@@ -165,9 +170,10 @@ def stale_keys(authorized_lines: Iterable[str], wanted: Sequence[str], marker: s
     return [line for line in own_keys(authorized_lines, marker) if not kept.search(line)]
 
 
-def keyless(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
-    """The nodes on which tasks/read.yml found no container host key."""
-    return [name for name in names if _fact(hostvars, name, HOST_KEYS) == []]
+def keyless(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
+    """The nodes without a container host key to pin: those on which tasks/read.yml found none, and
+    those this run left out (--limit) that no node of the run has pinned (see known_keys)."""
+    return [name for name, keys in known_keys(hostvars, nodes).items() if not keys]
 
 
 # --- known_hosts ---------------------------------------------------------------------------------
@@ -182,8 +188,26 @@ def known_host(hosts: Sequence[str], port: Any) -> str:
 
 
 def all_pinned(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
-    """Every line pinned in any node's known_hosts, each once: a node that lost its file cannot re-trust alone."""
-    return list(dict.fromkeys(line for name in names for line in _fact(hostvars, name, PINNED_LINES)))
+    """Every line pinned in any node's known_hosts, each once: a node that lost its file cannot re-trust
+    alone. Nodes this run left out (--limit) were not read and give none."""
+    return list(
+        dict.fromkeys(line for name in names if _read(hostvars, name) for line in _fact(hostvars, name, PINNED_LINES))
+    )
+
+
+def known_keys(hostvars: Mapping[str, Any], nodes: Nodes) -> dict[str, list[str]]:
+    """``{node: ["type blob", ...]}``, the host keys known_hosts pins for every node: those read on the
+    node in this run, or, for a node this run left out (``--limit``, adding a worker while the others
+    train), the keys the nodes of the run pin for it already, so that a run on some nodes keeps the
+    others' pins as they are. A node left out that nobody pins has none (keyless names it)."""
+    names = [str(node["name"]) for node in nodes]
+    pinned = all_pinned(hostvars, names)
+    return {
+        str(node["name"]): list(_fact(hostvars, str(node["name"]), HOST_KEYS))
+        if _read(hostvars, str(node["name"]))
+        else _pinned_for(pinned, str(node["name"]), str(node["address"]))
+        for node in nodes
+    }
 
 
 def _pinned_for(pinned_lines: Iterable[str], name: str, address: str) -> list[str]:
@@ -208,13 +232,15 @@ def key_changed(pinned: Sequence[str], current: Sequence[str]) -> bool:
 
 def changed(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
     """The names of the nodes whose host keys (read on each) differ from those pinned in any node's
-    known_hosts (see key_changed), in the order of `nodes`."""
+    known_hosts (see key_changed), in the order of `nodes`. A node this run left out (--limit) was not
+    read: its pins stay as they are."""
     names = [str(node["name"]) for node in nodes]
     pinned_lines = all_pinned(hostvars, names)
     return [
         str(node["name"])
         for node in nodes
-        if key_changed(
+        if _read(hostvars, str(node["name"]))
+        and key_changed(
             _pinned_for(pinned_lines, str(node["name"]), str(node["address"])),
             _fact(hostvars, str(node["name"]), HOST_KEYS),
         )
@@ -287,6 +313,7 @@ class FilterModule:
             "ssh_trust_own_keys": own_keys,
             "ssh_trust_stale_keys": stale_keys,
             "ssh_trust_keyless": keyless,
+            "ssh_trust_known_keys": known_keys,
             "ssh_trust_known_host": known_host,
             "ssh_trust_changed": changed,
             "ssh_trust_rows": rows,

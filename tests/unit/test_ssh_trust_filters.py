@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from checkout import REPO, load
@@ -59,7 +58,7 @@ def decisions(case: dict[str, Any], host: str) -> dict[str, Any]:
         "__ssh_trust_failures": f.failures(rows, owners, names),
         "__ssh_trust_matrix": f.matrix(rows, names, owners, inp["ssh_trust_port"]),
         "known_hosts_hosts": [f.known_host([n["name"], n["address"]], inp["ssh_trust_port"]) for n in nodes],
-        "keyless": f.keyless(hostvars, names),
+        "keyless": f.keyless(hostvars, nodes),
         "unresolved": f.unresolved(inp["resolved"]),
         "changed": f.changed(hostvars, nodes),
         "own_failures": f.failures(rows, owners, names, host),
@@ -256,13 +255,51 @@ def test_no_foreign_line_is_ever_stale():
 
 
 def test_keyless_names_the_nodes_without_host_keys():
-    hostvars = {"a": {"__ssh_trust_host_keys": ["ssh-ed25519 A"]}, "b": {"__ssh_trust_host_keys": []}}
-    assert f.keyless(hostvars, ["a", "b"]) == ["b"]
+    hostvars = {
+        "a": {"__ssh_trust_host_keys": ["ssh-ed25519 A"], "__ssh_trust_pinned_lines": []},
+        "b": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": []},
+    }
+    assert f.keyless(hostvars, [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "10.0.0.2"}]) == ["b"]
 
 
-def test_a_node_that_did_not_read_its_keys_stops_with_a_message():
-    with pytest.raises(AnsibleFilterError, match="b has no __ssh_trust_host_keys"):
-        f.keyless({"a": {"__ssh_trust_host_keys": []}, "b": {}}, ["a", "b"])
+# A run on the master and a new worker (--limit) while the other workers train: those were not read.
+LIMITED_NODES = [
+    {"name": "master", "address": "10.0.0.1"},
+    {"name": "worker1", "address": "10.0.0.2"},
+    {"name": "new", "address": "10.0.0.9"},
+]
+LIMITED = {
+    "master": {
+        "__ssh_trust_host_keys": ["ssh-ed25519 M"],
+        "__ssh_trust_pinned_lines": [
+            "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 M",
+            "[10.0.0.2]:12345 ssh-ed25519 W1",
+        ],
+    },
+    "worker1": {},
+    "new": {"__ssh_trust_host_keys": ["ssh-ed25519 N"], "__ssh_trust_pinned_lines": []},
+}
+
+
+def test_a_node_left_out_of_the_run_keeps_the_key_pinned_for_it():
+    assert f.known_keys(LIMITED, LIMITED_NODES) == {
+        "master": ["ssh-ed25519 M"],
+        "worker1": ["ssh-ed25519 W1"],
+        "new": ["ssh-ed25519 N"],
+    }
+    assert f.keyless(LIMITED, LIMITED_NODES) == []
+    # Not read, so not compared: its pin is kept, not reported as changed.
+    assert f.changed(LIMITED, LIMITED_NODES) == []
+
+
+def test_a_node_left_out_that_nobody_pins_is_keyless():
+    hostvars = {**LIMITED, "master": {**LIMITED["master"], "__ssh_trust_pinned_lines": []}}
+    assert f.keyless(hostvars, LIMITED_NODES) == ["worker1"]
+
+
+def test_a_node_of_the_run_with_a_new_key_is_still_changed():
+    hostvars = {**LIMITED, "master": {**LIMITED["master"], "__ssh_trust_host_keys": ["ssh-ed25519 M2"]}}
+    assert f.changed(hostvars, LIMITED_NODES) == ["master"]
 
 
 # --- known_hosts ---------------------------------------------------------------------------------
@@ -286,11 +323,12 @@ def test_known_host_pattern_for_the_port(hosts, port, field):
 
 def test_all_pinned_is_the_union_of_every_nodes_lines():
     hostvars = {
-        "a": {"__ssh_trust_pinned_lines": ["L1", "L2"]},
-        "b": {"__ssh_trust_pinned_lines": []},  # lost its file
-        "c": {"__ssh_trust_pinned_lines": ["L2", "L3"]},
+        "a": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": ["L1", "L2"]},
+        "b": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": []},  # lost its file
+        "c": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": ["L2", "L3"]},
+        "d": {},  # left out of the run (--limit)
     }
-    assert f.all_pinned(hostvars, ["a", "b", "c"]) == ["L1", "L2", "L3"]
+    assert f.all_pinned(hostvars, ["a", "b", "c", "d"]) == ["L1", "L2", "L3"]
 
 
 ED, ED2, RSA, EC = "ssh-ed25519 E1", "ssh-ed25519 E2", "ssh-rsa R1", "ecdsa-sha2-nistp256 C1"
@@ -394,6 +432,7 @@ def test_the_filters_are_registered():
             "own_keys",
             "stale_keys",
             "keyless",
+            "known_keys",
             "known_host",
             "changed",
             "rows",
