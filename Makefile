@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test test-all lab lab-down bench-gate clean
+.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-down bench-gate clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -86,15 +86,21 @@ test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule sce
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed.py build its hosts; README "Tests").
-test-all: lint unit ## make test, the long fault and operations tests, and every scenario on Debian 13 as well
+test-all: lint unit ## make test, the long fault and operations tests, the lab's scale-out, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
+	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc
 
 lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py site $(if $(EXAMPLE),--example $(EXAMPLE)) $(if $(HOROVOD_EXAMPLES),--examples $(HOROVOD_EXAMPLES))
+
+lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (--limit), then leaves (in make test-all)
+	$(PYTHON) tools/lab.py up
+	ansible-playbook site.yml -i inventories/lab
+	$(PYTHON) tools/lab.py scale-out
 
 bench-gate: venv ## Time the inventory gate on generated inventories of 1 to 64 nodes (no host is contacted)
 	$(BIN)/python tools/bench_gate.py

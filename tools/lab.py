@@ -19,6 +19,11 @@ tests/examples-standin), tensorboardX and tqdm installed through ``horovod_pip_p
 wheel directory there, and ``examples/pytorch/pytorch_synthetic_benchmark.py --no-cuda`` on
 the three machines, every rank's output checked.
 
+``scale-out`` (after ``up`` and a converge; ``make lab-scale-out``, in ``make test-all``) adds a
+fourth machine, ``lab-worker3``, while a run goes on: the site with ``--limit lab-master,lab-worker3
+--skip-tags launch``, the run's processes and containers on the three machines unchanged, the run
+ending rc 0, a next run on four machines, then the site without it and no node pinning it any more.
+
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
 ``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.
 """
@@ -52,6 +57,8 @@ SHARE_DIR = "/data1/share"
 # "existing" storage gives it to the workers read-only, as a real shared filesystem should (SECURITY.md).
 ARTIFACT_DIR = "/data1/artifacts"
 CONTAINER = "horovod"
+# Where ssh_trust keeps a node's known_hosts and authorized_keys on the host (defaults.SSH_DIR).
+SSH_TRUST_DIR = "/etc/multinode-horovod/ssh"
 
 
 @dataclass(frozen=True)
@@ -387,6 +394,117 @@ def guide_example(source: Path | None) -> None:
     print(f"guide's example ({'Horovod ' + GUIDE_TAG if source else 'stand-in'}), {wall:.0f}s: {total.group(0)}")
 
 
+# A fourth machine, only while ``scale-out`` runs: the server that arrives while the others train.
+NEW_WORKER = Machine("lab-worker3", "10.213.9.14")
+# The run that goes on while the new worker joins: every rank waits for a file on the share, then
+# allreduces across the three machines and ends rc 0 (so the run is proven whole after the site ran).
+HOLD_FILE = f"{SHARE_DIR}/scale-out-release"
+HOLD_CODE = (
+    "import os, time, torch, horovod.torch as hvd; hvd.init(); print('scale-out rank', hvd.rank(), flush=True)\n"
+    "deadline = time.time() + 1200\n"
+    f"while not os.path.exists({HOLD_FILE!r}) and time.time() < deadline: time.sleep(1)\n"
+    "total = hvd.allreduce(torch.ones(1), op=hvd.Sum).item(); print('scale-out sum', total, flush=True)\n"
+    "assert total == hvd.size()\n"
+)
+
+
+def in_container(machine: Machine, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a command in the Horovod container of a lab machine."""
+    return run(["docker", "exec", machine.container, "docker", "exec", CONTAINER, *argv], check=check)
+
+
+def snapshot(machines: Sequence[Machine]) -> dict[str, dict[str, object]]:
+    """What must not change on the nodes already there: the container's start time and the run's
+    processes (pid, start time, command) in it."""
+    out: dict[str, dict[str, object]] = {}
+    for machine in machines:
+        started = run(
+            ["docker", "exec", machine.container, "docker", "inspect", "-f", "{{.State.StartedAt}}", CONTAINER]
+        )
+        procs = in_container(machine, "ps", "-eo", "pid=,lstart=,args=").stdout.splitlines()
+        out[machine.name] = {
+            "container_started": started.stdout.strip(),
+            "run_processes": sorted(line.strip() for line in procs if "scale-out rank" in line or "horovodrun" in line),
+        }
+    return out
+
+
+def start_new_worker(share: Path, artifacts: Path) -> None:
+    base = lab_dir()
+    run(["docker", "rm", "-f", "-v", NEW_WORKER.container], check=False)
+    run(machine_run_argv(NEW_WORKER, share, artifacts))
+    host_key = wait_ready(NEW_WORKER)
+    known_hosts = base / "ssh" / "known_hosts"
+    lines = [line for line in known_hosts.read_text().splitlines() if not line.startswith(NEW_WORKER.address + " ")]
+    known_hosts.write_text("".join(f"{line}\n" for line in [*lines, f"{NEW_WORKER.address} {host_key}"]))
+    key = base / "ssh" / "id_ed25519"
+    authorise(NEW_WORKER, key.with_suffix(".pub").read_text().strip())
+    wait_ssh(NEW_WORKER, key, known_hosts)
+
+
+def scale_out() -> None:
+    """Add a fourth machine while a run goes on, with the documented ``--limit``; prove the run and the
+    nodes already there untouched, a next run on four nodes, then the worker removed everywhere."""
+    base = lab_dir()
+    share, artifacts = base / "share", base / "artifacts"
+    overlay = base / "scale-out.yml"
+    (share / "scale-out-release").unlink(missing_ok=True)
+    held = time.strftime("scale-out-%Y%m%d-%H%M%S")
+    with Timer("start a run on the three machines that waits (horovod_launch_wait: false)"):
+        playbook("--tags", "launch", "-e", f"horovod_run_name={held}", "-e", "horovod_launch_wait=false",
+                 "-e", json.dumps({"horovod_train_command": ["python3", "-c", HOLD_CODE]}))  # fmt: skip
+    before = snapshot(MACHINES)
+    if not all(state["run_processes"] for state in before.values()):
+        raise SystemExit(f"lab: scale-out: the run's processes are not on every machine: {before}")
+    with Timer(f"start {NEW_WORKER.name} ({NEW_WORKER.address})"):
+        start_new_worker(share, artifacts)
+    worker = {"hosts": {NEW_WORKER.name: {"ansible_host": NEW_WORKER.address}}}
+    inventory = {"all": {"children": {"horovod_cluster": {"children": {"horovod_workers": worker}}}}}
+    overlay.write_text(
+        f"# {NEW_WORKER.name}, added by tools/lab.py scale-out (removed at its end)\n{json.dumps(inventory)}\n"
+    )
+    limit = f"{MACHINES[0].name},{NEW_WORKER.name}"
+    with Timer(f"the site on the new worker and the master only (--limit {limit} --skip-tags launch)"):
+        _, changed, _ = playbook("-i", str(overlay), "--limit", limit, "--skip-tags", "launch")
+    after = snapshot(MACHINES)
+    if after != before:
+        raise SystemExit(f"lab: scale-out: the nodes already there changed under the run:\n{before}\n{after}")
+    log(f"the run's processes and containers on {', '.join(before)} are as they were ({changed} changed elsewhere)")
+    (share / "scale-out-release").write_text("go\n")
+    rc_file = artifacts / "runs" / held / "rc"
+    deadline = time.monotonic() + 120
+    while not rc_file.exists() and time.monotonic() < deadline:
+        time.sleep(1)
+    rc = rc_file.read_text().strip() if rc_file.exists() else "none"
+    if rc != "0":
+        raise SystemExit(f"lab: scale-out: the run that went on ended with rc {rc} ({rc_file.parent}/launcher.log)")
+    log(f"run {held} went on and ended rc 0 (every rank's allreduce after the site ran)")
+    with Timer("a new run on the four machines"):
+        _, _, out = playbook("-i", str(overlay), "--tags", "launch", "-e", f"horovod_run_name={held}-four")
+    names = ", ".join(m.name for m in (*MACHINES, NEW_WORKER))
+    if not re.search(r"np 4 on " + re.escape(names), out):
+        raise SystemExit(f"lab: scale-out: the next run did not use the four machines ({names})")
+    overlay.unlink()
+    with Timer(f"the site without {NEW_WORKER.name}"):
+        playbook()
+    for machine in MACHINES:
+        pins = run(["docker", "exec", machine.container, "cat", f"{SSH_TRUST_DIR}/known_hosts"]).stdout
+        keys = run(["docker", "exec", machine.container, "cat", f"{SSH_TRUST_DIR}/authorized_keys"]).stdout
+        if NEW_WORKER.address in pins or NEW_WORKER.name in pins or f":{NEW_WORKER.name}" in keys:
+            raise SystemExit(f"lab: scale-out: {machine.name} still pins or authorises {NEW_WORKER.name}")
+    log(f"{NEW_WORKER.name} left the inventory: no node pins or authorises it any more")
+    run(["docker", "rm", "-f", "-v", NEW_WORKER.container])
+    known_hosts = base / "ssh" / "known_hosts"
+    known_hosts.write_text(
+        "".join(
+            f"{line}\n"
+            for line in known_hosts.read_text().splitlines()
+            if not line.startswith(NEW_WORKER.address + " ")
+        )
+    )
+    log("scale-out: passed")
+
+
 def machine_summary() -> str:
     cpus = os.cpu_count() or 0
     mem = 0
@@ -399,11 +517,11 @@ def machine_summary() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "site", "down"))
+    parser.add_argument("action", choices=("up", "site", "scale-out", "down"))
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
-    {"up": up, "site": site, "down": down}[args.action]()
+    {"up": up, "site": site, "scale-out": scale_out, "down": down}[args.action]()
     if args.action == "site" and args.example == "horovod":
         guide_example(args.examples)
     return 0

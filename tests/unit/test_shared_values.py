@@ -175,6 +175,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("tools/lab.py", "ARTIFACT_DIR"): (2, "ARTIFACT_DIR, checked, and the docstring"),
     ("tools/lab.py", "CONTAINER_NAME"): (4, "CONTAINER, checked; the example called horovod (3)"),
     ("tools/lab.py", "CONTAINER_SSH_DIR"): (5, "the lab machine's own /root/.ssh, not the container's"),
+    ("tools/lab.py", "SSH_DIR"): (1, "SSH_TRUST_DIR, checked"),
 }
 
 # Constants of the roles' vars/main.yml that are the shared values (the roles must agree on them).
@@ -296,8 +297,9 @@ def test_the_example_inventory_shows_the_defaults():
 
 def test_the_lab_uses_the_shared_values():
     lab = load("tools/lab.py", "lab_shared_values")
-    assert (lab.SHARE_DIR, lab.ARTIFACT_DIR, lab.CONTAINER) == (
+    assert (lab.SHARE_DIR, lab.ARTIFACT_DIR, lab.CONTAINER, lab.SSH_TRUST_DIR) == (
         defaults.SHARE_DIR,
         defaults.ARTIFACT_DIR,
         defaults.CONTAINER_NAME,
+        defaults.SSH_DIR,
     )
