@@ -490,7 +490,9 @@ def scale_out() -> None:
     for machine in MACHINES:
         pins = run(["docker", "exec", machine.container, "cat", f"{SSH_TRUST_DIR}/known_hosts"]).stdout
         keys = run(["docker", "exec", machine.container, "cat", f"{SSH_TRUST_DIR}/authorized_keys"]).stdout
-        if NEW_WORKER.address in pins or NEW_WORKER.name in pins or f":{NEW_WORKER.name}" in keys:
+        config = run(["docker", "exec", machine.container, "cat", f"{SSH_TRUST_DIR}/config"]).stdout
+        # Its host key pins, its key (mesh) or its address in the keys' from=, its block in the client config.
+        if any(NEW_WORKER.address in text or NEW_WORKER.name in text for text in (pins, keys, config)):
             raise SystemExit(f"lab: scale-out: {machine.name} still pins or authorises {NEW_WORKER.name}")
     log(f"{NEW_WORKER.name} left the inventory: no node pins or authorises it any more")
     run(["docker", "rm", "-f", "-v", NEW_WORKER.container])
