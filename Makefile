@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test test-all lab lab-down bench-gate clean
+.PHONY: help prepare venv images lint unit molecule test test-all lab lab-down bench bench-gate clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -95,6 +95,9 @@ test-all: lint unit ## make test, the long fault and operations tests, and every
 lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py site $(if $(EXAMPLE),--example $(EXAMPLE)) $(if $(HOROVOD_EXAMPLES),--examples $(HOROVOD_EXAMPLES))
+
+bench: venv ## The benchmark playbook on the lab (make lab first): link, allreduce, scaling; prints the report
+	$(PYTHON) tools/lab.py bench
 
 bench-gate: venv ## Time the inventory gate on generated inventories of 1 to 64 nodes (no host is contacted)
 	$(BIN)/python tools/bench_gate.py

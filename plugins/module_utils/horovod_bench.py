@@ -30,6 +30,8 @@ STEPS = ("link", "allreduce", "synthetic")
 DEVICES = ("auto", "cpu", "cuda")
 # A bus bandwidth above this many times the link rate is not a measurement of the link (docs/benchmark.md).
 MAX_BUSBW_TO_LINK = 4.0
+# What the report keeps of each host of the launch preflight (horovod_launch_preflight.hosts).
+HOST_KEYS = ("name", "address", "slots", "hostname", "interface")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -388,7 +390,7 @@ def report(
         "name": meta["name"],
         "created": meta["created"],
         "np": np,
-        "hosts": [dict(h) for h in meta.get("hosts", [])],
+        "hosts": [{key: h.get(key) for key in HOST_KEYS} for h in meta.get("hosts", [])],
         "network_interfaces": list(meta.get("network_interfaces", [])),
         "versions": dict(meta.get("versions", {})),
         "device": None,

@@ -124,8 +124,9 @@ def main() -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         found = list(pool.map(has_iperf3, list(addresses)))
-    unreachable = [f"{h} ({err or 'rc ' + str(rc)})" for h, rc, err in found if rc not in (0, 1)]
-    missing = [h for h, rc, _ in found if rc == 1]
+    # command -v: 1 (bash) or 127 (dash) when there is no such command; ssh fails with 255.
+    unreachable = [f"{h} ({err or 'rc ' + str(rc)})" for h, rc, err in found if rc not in (0, 1, 127)]
+    missing = [h for h, rc, _ in found if rc in (1, 127)]
     out["missing"] = missing
     if missing or unreachable:
         out["reason"] = "; ".join(
