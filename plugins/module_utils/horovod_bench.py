@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.defaults import SSH_KEY_FILE
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
@@ -232,8 +233,8 @@ def plan(
     required and no prompt (horovod_launch's own), for the link measurement."""
     name = s["horovod_bench_name"] or f"bench-{now}"
     slots = sum(int(h["slots"]) for h in hosts)
-    report_dir = f"{(s['horovod_bench_dir'] or share_dir + '/benchmarks').rstrip('/')}/{name}"
-    fetch_dir = f"{(s['horovod_bench_fetch_dir'] or os.path.join(cwd or os.getcwd(), 'benchmarks')).rstrip('/')}/{name}"
+    report_dir = f"{strip_slash(s['horovod_bench_dir'] or share_dir + '/benchmarks')}/{name}"
+    fetch_dir = f"{strip_slash(s['horovod_bench_fetch_dir'] or os.path.join(cwd or os.getcwd(), 'benchmarks'))}/{name}"
     steps = [step for step in STEPS if step in s["horovod_bench_steps"]]
     out: dict[str, Any] = {
         "name": name,
@@ -243,7 +244,7 @@ def plan(
         "report_dir": report_dir,
         "fetch_dir": fetch_dir,
         # What the ranks execute goes where only the master writes (site.yml's artifact directory).
-        "script_dir": f"{(artifact_dir or share_dir).rstrip('/')}/benchmark",
+        "script_dir": f"{strip_slash(artifact_dir or share_dir)}/benchmark",
         "link_pairs": link_pairs(hosts) if "link" in steps else [],
         "sizes": sizes(
             s["horovod_bench_allreduce_min_bytes"],
