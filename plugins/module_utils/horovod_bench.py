@@ -451,7 +451,7 @@ def _gbit(bps: float | None) -> str:
 
 
 def _gbyte(bps: float | None) -> str:
-    return "-" if bps is None else f"{bps / 1e9:.3f} GB/s"
+    return "-" if bps is None else f"{bps / 1e9:.3g} GB/s"
 
 
 def _num(value: float | None, digits: int = 2) -> str:

@@ -48,6 +48,7 @@ def render(report: dict[str, Any], path: str) -> None:
         if one:
             top = points[-1]["np"]
             right.plot([1, top], [one["img_per_s"], one["img_per_s"] * top], ":", color="gray", label="perfect scaling")
+        right.set_xticks(sorted({1, *(p["np"] for p in points)}))
         right.legend(loc="best", fontsize="small")
         right.set_title(
             f"{report['synthetic'].get('model')}, efficiency {report['synthetic'].get('scaling_efficiency') or 0:.2f}"
