@@ -24,6 +24,10 @@ fourth machine, ``lab-worker3``, while a run goes on: the site with ``--limit la
 --skip-tags launch``, the run's processes and containers on the three machines unchanged, the run
 ending rc 0, a next run on four machines, then the site without it and no node pinning it any more.
 
+``bench`` runs playbooks/benchmark.yml on the lab as it is (``make lab`` first) with a sweep up to
+16 MiB and a small synthetic model, and prints the report's table; the report stays in
+``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (README "Benchmark" shows one).
+
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
 ``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.
 """
@@ -267,10 +271,10 @@ def down() -> None:
 RECAP_RE = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 
 
-def playbook(*extra: str) -> tuple[float, int, str]:
-    """Run the site on the lab; return wall seconds, total changed, and the output."""
+def playbook(*extra: str, book: str = "site.yml") -> tuple[float, int, str]:
+    """Run the site (or another playbook) on the lab; return wall seconds, total changed, and the output."""
     env = dict(os.environ, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_roles", ANSIBLE_NOCOLOR="1")
-    argv = ["ansible-playbook", "site.yml", "-i", "inventories/lab", *extra]
+    argv = ["ansible-playbook", book, "-i", "inventories/lab", *extra]
     log(" ".join(argv))
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -283,7 +287,7 @@ def playbook(*extra: str) -> tuple[float, int, str]:
     wall = time.monotonic() - start
     out = "".join(lines)
     if rc != 0:
-        raise SystemExit(f"lab: the site failed (rc {rc}) after {wall:.0f}s")
+        raise SystemExit(f"lab: {book} failed (rc {rc}) after {wall:.0f}s")
     changed = sum(int(m.group(3)) for m in RECAP_RE.finditer(out))
     return wall, changed, out
 
@@ -507,6 +511,33 @@ def scale_out() -> None:
     log("scale-out: passed")
 
 
+# The lab's benchmark: small enough for three machines that share this host's cores (the defaults,
+# 1 KiB to 256 MiB and ResNet-50 at 224 px, are for real clusters).
+BENCH_SETTINGS = {
+    "horovod_bench_allreduce_max_bytes": "16M",
+    "horovod_bench_allreduce_seconds": 1,
+    "horovod_bench_link_seconds": 3,
+    "horovod_bench_synthetic_model": "resnet18",
+    "horovod_bench_synthetic_batch_size": 8,
+    "horovod_bench_synthetic_image_size": 64,
+    "horovod_bench_synthetic_warmup_batches": 2,
+    "horovod_bench_synthetic_batches": 10,
+}
+
+
+def bench() -> None:
+    """The benchmark playbook on the lab as it is; print the report's table."""
+    name = time.strftime("lab-bench-%Y%m%d-%H%M%S", time.gmtime())
+    fetch = lab_dir() / "benchmarks"
+    extra = {**BENCH_SETTINGS, "horovod_bench_name": name, "horovod_bench_fetch_dir": str(fetch)}
+    wall, _, _ = playbook("-e", json.dumps(extra), book="playbooks/benchmark.yml")
+    report = fetch / name / "report.md"
+    if not report.is_file():
+        raise SystemExit(f"lab: the benchmark left no {report}")
+    print(report.read_text(), flush=True)
+    print(f"lab benchmark {name} in {wall:.0f}s on this machine ({machine_summary()}): {report.parent}", flush=True)
+
+
 def machine_summary() -> str:
     cpus = os.cpu_count() or 0
     mem = 0
@@ -519,11 +550,11 @@ def machine_summary() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "site", "scale-out", "down"))
+    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "down"))
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
-    {"up": up, "site": site, "scale-out": scale_out, "down": down}[args.action]()
+    {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "down": down}[args.action]()
     if args.action == "site" and args.example == "horovod":
         guide_example(args.examples)
     return 0

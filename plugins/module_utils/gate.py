@@ -33,7 +33,7 @@ from typing import Any
 import jinja2
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem, strip_slash
 
@@ -183,8 +183,9 @@ def role_rules(role: str) -> Callable[[Mapping[str, Any]], list[tuple[str, str]]
         return None
 
 
-# Switches of one playbook, given with -e (playbooks/teardown.yml checks their values itself).
-PLAYBOOK_SWITCHES = ("horovod_teardown_force", "horovod_teardown_remove_share_data")
+# Switches of one playbook, given with -e (playbooks/teardown.yml and playbooks/benchmark.yml check
+# their values themselves).
+PLAYBOOK_SWITCHES = ("horovod_teardown_force", "horovod_teardown_remove_share_data", *horovod_bench.SETTING_NAMES)
 
 
 def known_names() -> set[str]:

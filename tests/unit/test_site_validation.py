@@ -313,3 +313,17 @@ def test_the_teardown_switches_are_known_names_and_a_typo_of_one_is_not(tmp_path
     res = playbook(inventory, "-e", "horovod_teardown_force=maybe", *only_checks, book="playbooks/teardown.yml")
     assert res.returncode != 0
     assert "horovod_teardown_force: maybe is not a boolean; use true or false" in res.stdout + res.stderr
+
+
+def test_the_benchmark_playbook_is_gated_and_checks_its_settings_before_any_host(tmp_path):
+    res = playbook(write(tmp_path, BROKEN), book="playbooks/benchmark.yml")
+    assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+    inventory = write(tmp_path, base())
+    res = playbook(inventory, "-e", "horovod_bench_alreduce_iters=3", book="playbooks/benchmark.yml")
+    assert_stopped_in_gate(res, "did you mean horovod_bench_allreduce_iters?")
+    res = playbook(inventory, "-e", "horovod_bench_allreduce_max_bytes=1023", "--skip-tags", "probe",
+                   book="playbooks/benchmark.yml")  # fmt: skip
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "horovod_bench_allreduce_max_bytes: '1023' is not a size in bytes" in out
+    assert "Check the benchmark's settings" in out and "Read the container's image ID" not in out

@@ -1,0 +1,268 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for plugins/module_utils/horovod_bench.py, its filters and the controller's plot script."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.filter import horovod_bench as f
+from ansible_collections.multinode.horovod.plugins.module_utils import gate
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as b
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = [
+    {"name": "m", "address": "10.0.0.1", "slots": 1},
+    {"name": "w1", "address": "10.0.0.2", "slots": 1},
+    {"name": "w2", "address": "10.0.0.3", "slots": 1},
+]
+GBIT = 1e9  # bits per second
+
+
+def make_report(**over):
+    meta = {"name": "bench-x", "created": "2026-12-02T08:00:00Z", "np": 3, "steps": list(b.STEPS),
+            "hosts": HOSTS, "network_interfaces": ["eth0"], "versions": {"horovod": "0.28.1"}}  # fmt: skip
+    link = {"seconds": 5, "streams": 4, "reason": None,
+            "pairs": [{"client": "w1", "server": "m", "kind": "to-master", "bits_per_second": 10 * GBIT},
+                      {"client": "w2", "server": "m", "kind": "to-master", "bits_per_second": 8 * GBIT}]}  # fmt: skip
+    allreduce = {"np": 3, "device": "cpu", "backend": "gloo", "torch": "1.13.1",
+                 "results": [{"bytes": 1024, "iters": 50, "time_s": 1e-4},
+                             {"bytes": 1024**2, "iters": 20, "time_s": 2e-3}]}  # fmt: skip
+    one = {"np": 1, "model": "resnet18", "batch_size": 4, "image_size": 64, "img_per_s": 10.0}
+    every = {"np": 3, "model": "resnet18", "batch_size": 4, "image_size": 64, "img_per_s": 24.0}
+    parts = {"meta": meta, "link": link, "allreduce": allreduce, "one": one, "every": every}
+    parts.update(over)
+    return b.report(parts["meta"], parts["link"], parts["allreduce"], parts["one"], parts["every"])
+
+
+def test_defaults_sweep_1k_to_256m_and_have_no_problem():
+    s, problems = b.settings({})
+    assert problems == []
+    sweep = b.sizes(s["horovod_bench_allreduce_min_bytes"], s["horovod_bench_allreduce_max_bytes"], 2)
+    assert sweep[0] == 1024 and sweep[-1] == 256 * 1024**2 and len(sweep) == 19
+
+
+def test_sizes_end_at_the_largest_even_off_the_factor():
+    assert b.sizes(1024, 5000, 4) == [1024, 4096, 5000]
+    assert b.sizes(64, 64, 2) == [64]
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("16M", 16 * 1024**2),
+        ("1KiB", 1024),
+        ("4096", 4096),
+        (8, 8),
+        ("2G", 2 * 1024**3),
+        ("x", None),
+        (True, None),
+        ("1.5M", None),
+    ],
+)
+def test_parse_bytes(text, size):
+    assert b.parse_bytes(text) == size
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"horovod_bench_allreduce_max_bytes": "16M"}, None),
+        ({"horovod_bench_allreduce_max_bytes": 1023}, "horovod_bench_allreduce_max_bytes: 1023 is not a size"),
+        ({"horovod_bench_allreduce_min_bytes": "64M", "horovod_bench_allreduce_max_bytes": "1M"}, "is more than"),
+        ({"horovod_bench_allreduce_factor": 1}, "must be 2 or more"),
+        ({"horovod_bench_link_port": 70000}, "is not a TCP port"),
+        ({"horovod_bench_link_seconds": "five"}, "horovod_bench_link_seconds: 'five' is not a whole number"),
+        ({"horovod_bench_steps": ["link", "nccl"]}, "must name one or more of link, allreduce, synthetic"),
+        ({"horovod_bench_steps": "link"}, None),
+        ({"horovod_bench_device": "gpu"}, "horovod_bench_device: 'gpu' is not one of auto, cpu, cuda"),
+        ({"horovod_bench_name": "../x"}, "horovod_bench_name: '../x' may hold"),
+        ({"horovod_bench_dir": "relative"}, "horovod_bench_dir: 'relative' must be an absolute path"),
+        ({"horovod_bench_alreduce_iters": 3}, "horovod_bench_alreduce_iters: the benchmark has no such setting"),
+    ],
+)
+def test_settings_name_the_variable_and_the_fix(given, expected):
+    _, problems = b.settings(given)
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in p for p in problems), problems
+
+
+def test_the_gate_knows_every_setting():
+    assert set(b.SETTING_NAMES) <= gate.known_names()
+
+
+def test_link_pairs_workers_to_master_then_the_ring_once_each():
+    pairs = [(p["client"], p["server"], p["kind"]) for p in b.link_pairs(HOSTS)]
+    assert pairs == [("w1", "m", "to-master"), ("w2", "m", "to-master"), ("m", "w1", "ring"), ("w1", "w2", "ring")]
+    two = [(p["client"], p["server"]) for p in b.link_pairs(HOSTS[:2])]
+    assert two == [("w1", "m")]
+    assert b.link_pairs(HOSTS[:1]) == []
+
+
+def test_plan_names_runs_and_places_the_report():
+    s, _ = b.settings({"horovod_bench_allreduce_max_bytes": "4K"})
+    p = b.plan(s, HOSTS, share_dir="/data1/share", artifact_dir="/data1/artifacts", now="20261202-080000",
+               ssh_port=12345, cwd="/home/me")  # fmt: skip
+    assert p["name"] == "bench-20261202-080000"
+    assert p["runs"] == {"allreduce": "bench-20261202-080000-allreduce",
+                         "synthetic_one": "bench-20261202-080000-synthetic-np1",
+                         "synthetic_all": "bench-20261202-080000-synthetic-np3"}  # fmt: skip
+    assert p["sizes"] == [1024, 2048, 4096]
+    assert p["report_dir"] == "/data1/share/benchmarks/bench-20261202-080000"
+    assert p["fetch_dir"] == "/home/me/benchmarks/bench-20261202-080000"
+    assert p["script_dir"] == "/data1/artifacts/benchmark"
+    assert p["ssh_argv"][:5] == ["ssh", "-p", "12345", "-i", "/root/.ssh/id_ed25519"]
+    assert "StrictHostKeyChecking=yes" in p["ssh_argv"]
+    assert any(line.startswith("link: iperf3") for line in p["lines"])
+
+
+def test_plan_with_only_the_link():
+    s, _ = b.settings({"horovod_bench_steps": ["link"], "horovod_bench_name": "mine"})
+    p = b.plan(s, HOSTS, share_dir="/s", artifact_dir="", now="x", ssh_port=22)
+    assert p["runs"] == {} and p["sizes"] == [] and p["script_dir"] == "/s/benchmark" and p["name"] == "mine"
+
+
+def test_busbw_is_algbw_times_2_n_minus_1_over_n():
+    rows = b.allreduce_rows([{"bytes": 4 * 1024**2, "iters": 10, "time_s": 0.004}], 4)
+    assert rows[0]["algbw_Bps"] == pytest.approx(4 * 1024**2 / 0.004)
+    assert rows[0]["busbw_Bps"] == pytest.approx(rows[0]["algbw_Bps"] * 1.5)
+    assert b.allreduce_rows([{"bytes": 1024, "time_s": 1.0}], 1)[0]["busbw_Bps"] is None
+    with pytest.raises(ValueError, match="positive"):
+        b.allreduce_rows([{"bytes": 1024, "time_s": 0}], 2)
+
+
+def test_report_link_ratio_and_scaling_efficiency():
+    r = make_report()
+    assert r["schema"] == b.SCHEMA
+    assert r["link"]["rate_Bps"] == pytest.approx(1e9)  # the slowest pair, 8 Gbit/s
+    best = 1024**2 / 2e-3 * 4 / 3
+    assert r["allreduce"]["best_busbw_Bps"] == pytest.approx(best)
+    assert r["allreduce"]["best_busbw_bytes"] == 1024**2
+    assert r["allreduce"]["busbw_to_link"] == pytest.approx(best / 1e9)
+    assert r["synthetic"]["scaling_efficiency"] == pytest.approx(24.0 / (3 * 10.0))
+    assert r["device"] == "cpu" and r["backend"] == "gloo" and r["versions"]["torch"] == "1.13.1"
+    assert b.sanity(r) == []
+    json.dumps(r)  # plain JSON
+
+
+def test_a_missing_iperf3_gives_a_null_rate_with_the_reason():
+    reason = "the command iperf3 is missing in the container on w2 (add the package iperf3 to the image)"
+    r = make_report(link={"reason": reason, "missing": ["w2"], "pairs": []})
+    assert r["link"]["rate_Bps"] is None and r["link"]["reason"] == reason
+    assert r["allreduce"]["busbw_to_link"] is None
+    assert b.sanity(r) == []
+    assert "iperf3 is missing in the container on w2" in b.markdown(r)
+    assert any("none: the command iperf3 is missing" in line for line in b.summary(r))
+
+
+def test_a_failed_pair_gives_no_rate_but_its_error():
+    link = {"reason": None, "pairs": [{"client": "w1", "server": "m", "kind": "to-master", "bits_per_second": None,
+                                       "error": "iperf3 client on w1: unable to connect"}]}  # fmt: skip
+    r = make_report(link=link)
+    assert r["link"]["rate_Bps"] is None and "w1 -> m: iperf3 client on w1: unable to connect" in r["link"]["reason"]
+
+
+def test_steps_not_run_are_null():
+    meta = {"name": "n", "created": "c", "np": 3, "steps": ["link"]}
+    r = make_report(allreduce=None, one=None, every=None, link=None, meta=meta)
+    assert r["allreduce"] is None and r["synthetic"] is None
+    assert r["link"]["rate_Bps"] is None and r["link"]["reason"]
+
+
+def test_markdown_has_the_summary_table():
+    md = b.markdown(make_report())
+    assert "| link rate (iperf3, slowest pair) | 8.00 Gbit/s (1 GB/s) |" in md
+    assert "| best bus bandwidth / link rate | " in md
+    assert "| scaling efficiency | 0.80 |" in md
+    assert "| hosts | m (10.0.0.1, 1 slot), w1 (10.0.0.2, 1 slot), w2 (10.0.0.3, 1 slot) |" in md
+    assert "| versions | horovod 0.28.1, torch 1.13.1 |" in md
+    assert "| 1 MiB | 20 | 2.000 ms |" in md
+
+
+def bad(report, path, value):
+    out = copy.deepcopy(report)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("schema",), "other/2", "schema is 'other/2'"),
+        (("hosts",), [], "names no host"),
+        (("link", "rate_Bps"), -1.0, "the link rate -1.0 is not positive"),
+        (("link", "reason"), None, None),  # a rate and no reason is fine
+        (("allreduce", "results", 0, "time_s"), 0.0, "time_s 0.0 is not positive"),
+        (("allreduce", "results", 1, "busbw_Bps"), 5e9, "more than 4 times the link rate"),
+        (("allreduce", "results", 1, "busbw_Bps"), math.nan, "busbw nan is not positive"),
+        (("allreduce", "results"), [], "allreduce has no results"),
+        (("synthetic", "points", 1, "img_per_s"), 0, "img_per_s 0 is not positive"),
+        (("synthetic", "scaling_efficiency"), None, "scaling efficiency None is not positive"),
+    ],
+)
+def test_sanity_finds_each_bad_number(path, value, expected):
+    problems = b.sanity(bad(make_report(), path, value))
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in p for p in problems), problems
+
+
+def test_sanity_of_a_wrong_shape():
+    assert b.sanity([]) == ["the report is not a mapping but list"]
+    report = make_report()
+    del report["link"]
+    assert b.sanity(report) == ["the report has no 'link'"]
+    null_rate = bad(bad(make_report(), ("link", "rate_Bps"), None), ("link", "reason"), None)
+    assert "the link rate is null without a reason" in b.sanity(null_rate)
+
+
+def test_filters_take_ansible_values_and_refuse_bad_results():
+    out = f.bench_settings({"horovod_bench_allreduce_max_bytes": "16M"})
+    assert out["problems"] == [] and out["settings"]["horovod_bench_allreduce_max_bytes"] == 16 * 1024**2
+    with pytest.raises(AnsibleFilterError, match="not what the benchmark writes"):
+        f.bench_report({"name": "n", "created": "c", "np": 2}, {}, {"np": 2, "results": [{"bytes": 4}]}, {}, {})
+    assert set(f.FilterModule().filters()) == {
+        "horovod_bench_settings", "horovod_bench_plan", "horovod_bench_report", "horovod_bench_markdown",
+        "horovod_bench_summary", "horovod_bench_sanity"}  # fmt: skip
+
+
+def load_plot():
+    spec = importlib.util.spec_from_file_location(
+        "horovod_bench_plot", REPO / "playbooks" / "files" / "benchmark" / "horovod_bench_plot.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_plot_is_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(make_report()))
+    png = tmp_path / "report.png"
+    assert load_plot().main([str(report), str(png)]) == 0
+    assert b.is_png(png.read_bytes())
+    assert not b.is_png(report.read_bytes())
+
+
+def test_the_plot_says_when_matplotlib_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    assert load_plot().main([str(tmp_path / "r.json"), str(tmp_path / "r.png")]) == 3
+    assert "matplotlib is not installed" in capsys.readouterr().out
+
+
+def test_every_filter_has_its_documentation():
+    for name in f.FilterModule().filters():
+        assert (REPO / "plugins" / "filter" / f"{name}.yml").is_file(), name
