@@ -12,18 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.filter.horovod_run import _plain
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as bench
-
-
-def _plain(value: Any) -> Any:
-    """`value` with Ansible's string and container types turned into JSON's."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, int | float):
-        return value
-    return str(value)
 
 
 def bench_settings(given: Mapping[str, Any]) -> dict[str, Any]:
