@@ -433,14 +433,20 @@ def snapshot(machines: Sequence[Machine]) -> dict[str, dict[str, object]]:
     return out
 
 
+def pin_lab_machine(known_hosts: Path, machine: Machine, host_key: str | None) -> None:
+    """The controller's known_hosts for the lab with the machine's line replaced by `host_key`, or
+    dropped when it is None."""
+    lines = [line for line in known_hosts.read_text().splitlines() if not line.startswith(machine.address + " ")]
+    lines += [f"{machine.address} {host_key}"] if host_key else []
+    known_hosts.write_text("".join(f"{line}\n" for line in lines))
+
+
 def start_new_worker(share: Path, artifacts: Path) -> None:
     base = lab_dir()
     run(["docker", "rm", "-f", "-v", NEW_WORKER.container], check=False)
     run(machine_run_argv(NEW_WORKER, share, artifacts))
-    host_key = wait_ready(NEW_WORKER)
     known_hosts = base / "ssh" / "known_hosts"
-    lines = [line for line in known_hosts.read_text().splitlines() if not line.startswith(NEW_WORKER.address + " ")]
-    known_hosts.write_text("".join(f"{line}\n" for line in [*lines, f"{NEW_WORKER.address} {host_key}"]))
+    pin_lab_machine(known_hosts, NEW_WORKER, wait_ready(NEW_WORKER))
     key = base / "ssh" / "id_ed25519"
     authorise(NEW_WORKER, key.with_suffix(".pub").read_text().strip())
     wait_ssh(NEW_WORKER, key, known_hosts)
@@ -500,14 +506,7 @@ def scale_out() -> None:
             raise SystemExit(f"lab: scale-out: {machine.name} still pins or authorises {NEW_WORKER.name}")
     log(f"{NEW_WORKER.name} left the inventory: no node pins or authorises it any more")
     run(["docker", "rm", "-f", "-v", NEW_WORKER.container])
-    known_hosts = base / "ssh" / "known_hosts"
-    known_hosts.write_text(
-        "".join(
-            f"{line}\n"
-            for line in known_hosts.read_text().splitlines()
-            if not line.startswith(NEW_WORKER.address + " ")
-        )
-    )
+    pin_lab_machine(base / "ssh" / "known_hosts", NEW_WORKER, None)
     log("scale-out: passed")
 
 
