@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-down bench bench-gate clean
+.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-elastic lab-down bench bench-gate clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -101,6 +101,9 @@ lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (-
 	$(PYTHON) tools/lab.py up
 	ansible-playbook site.yml -i inventories/lab
 	$(PYTHON) tools/lab.py scale-out
+
+lab-elastic: venv ## An elastic run on the lab (make lab first): a worker's container stopped mid-run and started again
+	ansible-playbook -i inventories/lab molecule/horovod_launch/elastic.yml
 
 bench: venv ## The benchmark playbook on the lab (make lab first): link, allreduce, scaling; prints the report
 	$(PYTHON) tools/lab.py bench

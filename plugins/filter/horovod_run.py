@@ -18,6 +18,8 @@ from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
 # What defines a run; a change to any of them is another run (another default name).
 IDENTITY_KEYS = ("command", "code", "hosts", "np", "image", "env_names", "workdir", "controller", "extra_args")
+# Keys only some runs have (an elastic run's bounds); absent, they leave the names of other runs as they were.
+OPTIONAL_KEYS = ("elastic",)
 ID_PREFIX = "run-"
 ID_HEX = 12
 
@@ -34,7 +36,7 @@ def _plain(value: Any) -> Any:
 
 
 def run_id(definition: Mapping[str, Any]) -> str:
-    """``run-`` and 12 hex digits of the SHA-256 of what defines a run (IDENTITY_KEYS, all required).
+    """``run-`` and 12 hex digits of the SHA-256 of what defines a run (IDENTITY_KEYS, all required; OPTIONAL_KEYS).
 
     Equal definitions give equal names, whatever the order of their keys; ``env_names`` is compared as
     a set (the values of the environment never take part: they may be secrets).
@@ -42,7 +44,7 @@ def run_id(definition: Mapping[str, Any]) -> str:
     if not isinstance(definition, Mapping):
         raise AnsibleFilterError(f"horovod_run_id expects a mapping, got {type(definition).__name__}")
     missing = [key for key in IDENTITY_KEYS if key not in definition]
-    unknown = sorted(str(key) for key in definition if key not in IDENTITY_KEYS)
+    unknown = sorted(str(key) for key in definition if key not in IDENTITY_KEYS + OPTIONAL_KEYS)
     if missing or unknown:
         raise AnsibleFilterError(
             f"horovod_run_id: give exactly the keys {', '.join(IDENTITY_KEYS)}"
@@ -84,10 +86,30 @@ def run_status(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             parts.append(f"rc {run['rc']}")
         if rank is not None:
             parts.append(f"rank {rank} failed first" + (f" (on {item['failed_host']})" if item["failed_host"] else ""))
+        if run.get("elastic"):
+            now = ", ".join(run.get("current_hosts") or []) or "none"
+            parts.append(
+                f"elastic, hosts {'now' if run['state'] == 'running' else 'last'}: {now} "
+                f"({run.get('host_sets', 0)} host sets)"
+            )
         last = run.get("last_line") or ""
         item["summary"] = ", ".join(parts) + (f" | {last}" if last else "")
         item.pop("log_tail", None)
         out.append(item)
+    return out
+
+
+def host_sets(text: Any) -> list[dict[str, Any]]:
+    """An elastic run's host sets over time, from its hosts.log (``EPOCH ADDRESS:SLOTS,...`` per change).
+
+    ``[{"since": EPOCH, "hosts": ["ADDRESS:SLOTS", ...]}]`` in order; a line that is not of that form is
+    skipped (the file is written by the run's discovery script while the run goes on).
+    """
+    out: list[dict[str, Any]] = []
+    for line in str(text or "").splitlines():
+        since, _, hosts = line.strip().partition(" ")
+        if since.isdigit():
+            out.append({"since": int(since), "hosts": [h for h in hosts.split(",") if h]})
     return out
 
 
@@ -114,5 +136,6 @@ class FilterModule:
         return {
             "horovod_run_id": run_id,
             "horovod_run_status": run_status,
+            "horovod_host_sets": host_sets,
             "job_processes": job_processes,
         }

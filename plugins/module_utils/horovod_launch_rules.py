@@ -67,7 +67,17 @@ RESERVED_ARGS = {
     "--network-interface": f"{P}network_interfaces",
     "--output-filename": f"{P}runs_dir and {P}run_name",
     "--verbose": f"{P}verbose",
+    "--min-np": f"{P}min_np",
+    "--min-num-proc": f"{P}min_np",
+    "--max-np": f"{P}max_np",
+    "--max-num-proc": f"{P}max_np",
+    "--host-discovery-script": f"{P}elastic",
+    "--blacklist-cooldown-range": f"{P}elastic_cooldown",
+    "--slots-per-host": f"{P}hosts",
+    "--slots": f"{P}hosts",
 }
+# Horovod's bounds of --blacklist-cooldown-range (horovod/runner/elastic/discovery.py).
+COOLDOWN_MIN, COOLDOWN_MAX = 1, 3600
 
 _ABSENT = object()
 
@@ -107,6 +117,90 @@ def _np(inputs: Mapping[str, Any], total: int | None) -> Problems:
             )
         ]
     return []
+
+
+def _elastic_settings(inputs: Mapping[str, Any]) -> tuple[Problems, dict[str, int]]:
+    """The types of min/max np and the cooldown range; the bounds given (> 0)."""
+    out: Problems = []
+    bounds: dict[str, int] = {}
+    for name, what in (("min_np", "the fewest processes"), ("max_np", "the most processes")):
+        value = inputs.get(f"{P}{name}", _ABSENT)
+        if value is _ABSENT:
+            continue
+        number = whole(value)
+        if number is None or number < 0:
+            out.append(
+                (
+                    f"{P}{name}",
+                    f"{shown(value)} is not a whole number of 0 or more; set it to {what} of an elastic run "
+                    "(0: the default)",
+                )
+            )
+        elif number > 0:
+            bounds[name] = number
+    cooldown = inputs.get(f"{P}elastic_cooldown", _ABSENT)
+    if cooldown is not _ABSENT:
+        numbers = [whole(v) for v in cooldown] if isinstance(cooldown, list | tuple) and len(cooldown) == 2 else []
+        if len(numbers) != 2 or None in numbers or not COOLDOWN_MIN <= numbers[0] <= numbers[1] <= COOLDOWN_MAX:
+            out.append(
+                (
+                    f"{P}elastic_cooldown",
+                    f"{shown(cooldown)} is not [lowest, highest] seconds with {COOLDOWN_MIN} <= lowest <= highest "
+                    f"<= {COOLDOWN_MAX} (horovodrun's --blacklist-cooldown-range), e.g. [10, 300]",
+                )
+            )
+    return out, bounds
+
+
+def _flag(value: Any) -> Any:
+    """A boolean as Ansible reads one from -e (``true``, ``no``...); anything else as it is."""
+    if isinstance(value, str):
+        return {
+            "true": True,
+            "yes": True,
+            "on": True,
+            "1": True,
+            "false": False,
+            "no": False,
+            "off": False,
+            "0": False,
+        }.get(value.lower(), value)
+    return value
+
+
+def _elastic(inputs: Mapping[str, Any], total: int | None) -> Problems:
+    """An elastic run's settings: Gloo, min np <= np <= max np <= the slots, a cooldown range Horovod takes."""
+    out, bounds = _elastic_settings(inputs)
+    elastic = _flag(inputs.get(f"{P}elastic", _ABSENT))
+    if elastic is _ABSENT or elastic is False:
+        return out
+    if not isinstance(elastic, bool):
+        return [*out, (f"{P}elastic", f"{shown(elastic)} is not true or false")]
+    if inputs.get(f"{P}controller", "gloo") != "gloo":
+        out.append(
+            (
+                f"{P}elastic",
+                "Horovod runs elastic jobs with Gloo only; set horovod_launch_controller: gloo or "
+                "horovod_launch_elastic: false",
+            )
+        )
+    np = whole(inputs.get(f"{P}np", 0)) or total
+    low, high = bounds.get("min_np"), bounds.get("max_np") or total
+    if low is not None and np is not None and low > np:
+        out.append(
+            (f"{P}min_np", f"{low} is more than the {np} processes the run starts with ({P}np, 0: all slots); lower it")
+        )
+    if high is not None and np is not None and high < np:
+        out.append((f"{P}max_np", f"{high} is fewer than the {np} processes the run starts with ({P}np); raise it"))
+    if high is not None and total is not None and high > total:
+        out.append(
+            (
+                f"{P}max_np",
+                f"{high} is more than the {total} slots of {P}hosts; a run cannot grow beyond the hosts the "
+                "discovery script lists (raise their slots or lower it)",
+            )
+        )
+    return out
 
 
 def _counts(inputs: Mapping[str, Any]) -> Problems:
@@ -363,6 +457,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
         return [(f"{P}hosts", f"the role's inputs must be a mapping of variables, got {type(inputs).__name__}")]
     out, total = _hosts(inputs)
     out += _np(inputs, total)
+    out += _elastic(inputs, total)
     out += _counts(inputs)
     out += _directories(inputs)
     out += _names(inputs)

@@ -21,6 +21,10 @@ GOOD: dict[str, Any] = {
         {"name": "node-b", "address": "192.0.2.11", "slots": 1},
     ],
     "horovod_launch_np": 0,
+    "horovod_launch_elastic": False,
+    "horovod_launch_min_np": 0,
+    "horovod_launch_max_np": 0,
+    "horovod_launch_elastic_cooldown": [10, 300],
     "horovod_launch_command": [],
     "horovod_launch_example_args": [],
     "horovod_launch_container": "horovod",
@@ -104,6 +108,11 @@ def test_the_assert_task_passes_every_input_the_rules_read():
         {"required_frameworks": ["pytorch", "tensorflow", "mxnet"]},
         {"required_frameworks": []},
         {"hosts": [{"name": "solo", "address": "solo", "slots": "4"}]},
+        {"elastic": True},
+        {"elastic": "true", "min_np": 1, "max_np": 3, "np": 2},
+        {"elastic": True, "min_np": "3", "elastic_cooldown": [1, 3600]},
+        {"elastic": False, "controller": "mpi", "min_np": 9},  # the bounds only bind an elastic run
+        {"elastic_cooldown": ["5", 5]},
     ],
 )
 def test_good_inputs_have_no_problems(changes):
@@ -195,6 +204,19 @@ BAD = [
     ({"required_frameworks": "pytorch"}, "required_frameworks", "'pytorch' is not a list"),
     ({"container": "my container"}, "container", "'my container' is not a Docker container name"),
     ({"container": "-x"}, "container", "'-x' is not a Docker container name"),
+    ({"elastic": "maybe"}, "elastic", "'maybe' is not true or false"),
+    ({"elastic": True, "controller": "mpi"}, "elastic", "Horovod runs elastic jobs with Gloo only"),
+    ({"elastic": True, "min_np": 3, "np": 2}, "min_np", "3 is more than the 2 processes the run starts with"),
+    ({"elastic": True, "max_np": 2}, "max_np", "2 is fewer than the 3 processes the run starts with"),
+    ({"elastic": True, "np": 1, "max_np": 4}, "max_np", "4 is more than the 3 slots of horovod_launch_hosts"),
+    ({"min_np": -1}, "min_np", "-1 is not a whole number of 0 or more"),
+    ({"max_np": "all"}, "max_np", "'all' is not a whole number of 0 or more"),
+    ({"elastic_cooldown": [0, 10]}, "elastic_cooldown", "[0, 10] is not [lowest, highest] seconds with 1 <="),
+    ({"elastic_cooldown": [20, 10]}, "elastic_cooldown", "is not [lowest, highest]"),
+    ({"elastic_cooldown": [1, 7200]}, "elastic_cooldown", "is not [lowest, highest]"),
+    ({"elastic_cooldown": 10}, "elastic_cooldown", "10 is not [lowest, highest]"),
+    ({"extra_args": ["--min-np", "1"]}, "extra_args", "use horovod_launch_min_np instead"),
+    ({"extra_args": ["--host-discovery-script=/x"]}, "extra_args", "use horovod_launch_elastic instead"),
 ]
 
 

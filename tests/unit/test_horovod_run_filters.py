@@ -21,6 +21,8 @@ DEFINITION = {
     "controller": "gloo",
     "extra_args": [],
 }
+# DEFINITION's name from the filter as it was before elastic runs (git show d796706:plugins/filter/horovod_run.py).
+RUN_ID_BEFORE_ELASTIC = "run-13b98d697075"
 
 
 def test_run_id_is_stable_and_plain():
@@ -28,6 +30,25 @@ def test_run_id_is_stable_and_plain():
     assert name == f.run_id(dict(reversed(list(DEFINITION.items()))))
     assert name.startswith("run-") and len(name) == len("run-") + 12
     assert all(c in "0123456789abcdef" for c in name[4:])
+
+
+def test_run_id_of_an_elastic_run_differs_and_other_runs_keep_their_names():
+    # The name of a run that is not elastic is what it was before elastic runs existed (no re-training
+    # after an upgrade): the definition above has always given this name.
+    assert f.run_id(DEFINITION) == RUN_ID_BEFORE_ELASTIC
+    elastic = {**DEFINITION, "elastic": {"min_np": 1, "max_np": 4, "cooldown": [10, 300]}}
+    assert f.run_id(elastic) != f.run_id(DEFINITION)
+    assert f.run_id(elastic) != f.run_id({**elastic, "elastic": {"min_np": 2, "max_np": 4, "cooldown": [10, 300]}})
+
+
+def test_host_sets_of_an_elastic_run():
+    text = "1764676800 10.0.0.1:1,10.0.0.2:1\n\nnot a line\n1764676805 10.0.0.1:1\n1764676810 \n"
+    assert f.host_sets(text) == [
+        {"since": 1764676800, "hosts": ["10.0.0.1:1", "10.0.0.2:1"]},
+        {"since": 1764676805, "hosts": ["10.0.0.1:1"]},
+        {"since": 1764676810, "hosts": []},
+    ]
+    assert f.host_sets("") == f.host_sets(None) == []
 
 
 def test_run_id_compares_env_names_as_a_set():
@@ -113,6 +134,30 @@ def test_run_status_names_the_failing_rank_and_its_host():
             {"log_tail": "Process 7 exit with status code 1", "last_line": ""},
             "r1: failed, 2m05s, rc 1, rank 7 failed first",
         ),
+        (
+            {
+                "state": "running",
+                "rc": None,
+                "duration_s": 61,
+                "last_line": "",
+                "elastic": True,
+                "current_hosts": ["10.0.0.1:2", "10.0.0.3:1"],
+                "host_sets": 3,
+            },
+            "r1: running, 1m01s, elastic, hosts now: 10.0.0.1:2, 10.0.0.3:1 (3 host sets)",
+        ),
+        (
+            {
+                "state": "finished",
+                "rc": 0,
+                "duration_s": 5,
+                "last_line": "",
+                "elastic": True,
+                "current_hosts": [],
+                "host_sets": 1,
+            },
+            "r1: finished, 5s, rc 0, elastic, hosts last: none (1 host sets)",
+        ),
     ],
 )
 def test_run_status_summaries(changes, summary):
@@ -186,4 +231,9 @@ def test_a_wrong_process_list_is_an_error():
 
 
 def test_filter_names():
-    assert set(f.FilterModule().filters()) == {"horovod_run_id", "horovod_run_status", "job_processes"}
+    assert set(f.FilterModule().filters()) == {
+        "horovod_run_id",
+        "horovod_run_status",
+        "horovod_host_sets",
+        "job_processes",
+    }

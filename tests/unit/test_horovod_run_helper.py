@@ -80,6 +80,25 @@ def test_status_tells_each_state(tmp_path):
     assert helper.status(str(tmp_path / "missing")) == []
 
 
+def test_status_tells_an_elastic_runs_host_set(tmp_path):
+    make_run(
+        tmp_path,
+        "elastic",
+        started="100",
+        discovery_json="{}",
+        hosts_current='{"hosts": ["10.0.0.1:2", "10.0.0.2:1"], "since": 150}',
+        hosts_log="110 10.0.0.1:2,10.0.0.2:1\n130 10.0.0.1:2\n150 10.0.0.1:2,10.0.0.2:1\n",
+    )
+    make_run(tmp_path, "plain", started="100", finished="160", rc="0")
+    make_run(tmp_path, "starting", started="100", discovery_json="{}")  # discovery has not run yet
+    runs = {run["name"]: run for run in helper.status(str(tmp_path))}
+    assert runs["elastic"]["elastic"] is True
+    assert runs["elastic"]["current_hosts"] == ["10.0.0.1:2", "10.0.0.2:1"]
+    assert (runs["elastic"]["hosts_since"], runs["elastic"]["host_sets"]) == (150, 3)
+    assert "elastic" not in runs["plain"] and "current_hosts" not in runs["plain"]
+    assert (runs["starting"]["current_hosts"], runs["starting"]["host_sets"]) == ([], 0)
+
+
 def test_status_sees_a_running_launcher(tmp_path):
     run = make_run(tmp_path, "live", started=str(int(time.time()) - 5))
     (run / "horovod-launch.sh").write_text("sleep 30\n")

@@ -9,7 +9,8 @@ reaches the other nodes' containers over the containers' ssh, where it runs itse
 
 * ``status RUNS_DIR`` - one JSON list, a dict per run directory: name, state (running, finished,
   failed, stopped, interrupted), started, finished, duration_s, rc, last_line, the rank whose host the
-  hostfile names (rank_hosts), the launcher log's last lines for a failed run.
+  hostfile names (rank_hosts), the launcher log's last lines for a failed run; for an elastic run also
+  its host set now (current_hosts, hosts_since) and how many sets it has had (host_sets).
 * ``up RUN_DIR NP WAIT SSH_JSON ADDRESS...`` - wait (at most WAIT s) until each of the NP ranks of the
   run has been seen running on one of the nodes, or the run has ended; print a JSON summary.
 * ``stop RUN_DIR GRACE SSH_JSON ADDRESS...`` - end the run: every process of the run (those whose
@@ -150,6 +151,27 @@ def hostfile_ranks(path: Path) -> list[str]:
     return hosts
 
 
+def elastic_hosts(run_dir: Path) -> dict[str, object]:
+    """An elastic run's host set now and how it changed (its discovery script's hosts.current and hosts.log).
+
+    ``{}`` for a run that is not elastic (no discovery.json); else ``elastic``, ``current_hosts`` (the
+    ``ADDRESS:SLOTS`` the driver was last told of), ``hosts_since`` (epoch seconds) and ``host_sets`` (the
+    number of sets the run has had, the first included).
+    """
+    if not (run_dir / "discovery.json").is_file():
+        return {}
+    try:
+        current = json.loads((run_dir / "hosts.current").read_text())
+        hosts, since = [str(h) for h in current["hosts"]], int(current["since"])
+    except (OSError, ValueError, KeyError, TypeError):
+        hosts, since = [], None
+    try:
+        sets = sum(1 for line in (run_dir / "hosts.log").read_text().splitlines() if line.strip())
+    except OSError:
+        sets = 0
+    return {"elastic": True, "current_hosts": hosts, "hosts_since": since, "host_sets": sets}
+
+
 def run_status(run_dir: Path, running: bool, now: float) -> dict[str, object]:
     started, finished, rc = _int(run_dir / "started"), _int(run_dir / "finished"), _int(run_dir / "rc")
     stopped = (run_dir / "stopped").exists()
@@ -174,6 +196,7 @@ def run_status(run_dir: Path, running: bool, now: float) -> dict[str, object]:
         "rc": None if running else rc,
         "last_line": last if len(last) <= LAST_LINE_MAX else last[: LAST_LINE_MAX - 3] + "...",
         "rank_hosts": hostfile_ranks(run_dir / "hostfile"),
+        **elastic_hosts(run_dir),
         "log_tail": "\n".join(lines) if state in ("failed", "stopped") else "",
     }
 

@@ -14,6 +14,14 @@ rather than trusting it:
 * after training, the model parameters must be identical on every rank (status 4 otherwise);
 * rank 0 prints the hosts that took part and, with ``--output-dir``, writes ``result.json``.
 
+With ``--elastic`` it is an elastic job (``horovodrun --host-discovery-script ...``, what
+horovod_launch_elastic starts): the model, optimizer, epoch and batch are a ``hvd.elastic.TorchState``
+committed every ``--commit-every`` batches, so when a host leaves or joins the ranks that remain go back
+to the last commit, the world is rebuilt and training goes on. Every (re)start of the world logs
+``elastic: world of N ranks`` and repeats the allreduce check at the new size; ``result.json`` then
+holds the sizes the run went through (``sizes``). ``--step-delay`` makes each batch last longer (a
+stand-in for real work, so that a short test has time to remove and add a host).
+
 Run it under horovodrun, for example ``horovodrun -np 2 -H localhost:2 python3 horovod_train_example.py``.
 """
 
@@ -25,6 +33,7 @@ import os
 import socket
 import sys
 import time
+from dataclasses import dataclass
 
 import horovod.torch as hvd
 import torch
@@ -44,6 +53,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda when present")
     parser.add_argument("--output-dir", default="", help="directory for result.json (rank 0)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the problem; each rank adds its rank")
+    parser.add_argument("--elastic", action="store_true", help="run as an elastic job (hvd.elastic state and commits)")
+    parser.add_argument("--commit-every", type=int, default=5, help="--elastic: batches between two commits")
+    parser.add_argument("--step-delay", type=float, default=0.0, help="seconds each batch waits (a stand-in for work)")
     return parser.parse_args(argv)
 
 
@@ -73,30 +85,41 @@ def check_allreduce(device: torch.device) -> float:
     return value
 
 
-def train(args: argparse.Namespace, device: torch.device) -> float:
-    torch.manual_seed(args.seed)  # the same problem and initial model on every rank ...
+@dataclass
+class Job:
+    """What every rank trains: the model, its Horovod optimizer, the problem's true weights, the device."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    true_weights: torch.Tensor
+    device: torch.device
+
+
+def build(args: argparse.Namespace, device: torch.device) -> Job:
+    """The same problem and initial model on every rank; the optimizer wrapped by Horovod."""
+    torch.manual_seed(args.seed)
     true_weights = torch.randn(FEATURES, 1)
     model = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 1)).to(device)
-    generator = torch.Generator().manual_seed(args.seed + 1 + hvd.rank())  # ... different data per rank
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
-    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    loss_fn = nn.MSELoss()
-    loss = torch.zeros(())
-    for epoch in range(1, args.epochs + 1):
-        started = time.monotonic()
-        for _ in range(args.steps_per_epoch):
-            features = torch.randn(args.batch_size, FEATURES, generator=generator)
-            target = features @ true_weights + 0.01 * torch.randn(args.batch_size, 1, generator=generator)
-            optimizer.zero_grad()
-            loss = loss_fn(model(features.to(device)), target.to(device))
-            loss.backward()
-            optimizer.step()
-        mean_loss = float(hvd.allreduce(loss.detach(), op=hvd.Average, name=f"loss.{epoch}").item())
-        if hvd.rank() == 0:
-            log(f"epoch {epoch}/{args.epochs} loss {mean_loss:.4f} ({time.monotonic() - started:.2f}s)")
-    # Identical parameters on every rank is what data-parallel training promises.
+    return Job(model, optimizer, true_weights, device)
+
+
+def step(args: argparse.Namespace, job: Job, generator: torch.Generator) -> torch.Tensor:
+    """One batch of this rank's data (different on every rank), one optimizer step."""
+    features = torch.randn(args.batch_size, FEATURES, generator=generator)
+    target = features @ job.true_weights + 0.01 * torch.randn(args.batch_size, 1, generator=generator)
+    job.optimizer.zero_grad()
+    loss = nn.functional.mse_loss(job.model(features.to(job.device)), target.to(job.device))
+    loss.backward()
+    job.optimizer.step()
+    if args.step_delay > 0:
+        time.sleep(args.step_delay)
+    return loss
+
+
+def check_identical(model: nn.Module, loss: torch.Tensor, device: torch.device) -> None:
+    """Identical parameters on every rank is what data-parallel training promises (status 4 otherwise)."""
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(device)
     spread = hvd.allreduce(flat, op=hvd.Max, name="params.max") - hvd.allreduce(flat, op=hvd.Min, name="params.min")
     largest = float(spread.abs().max().item())
@@ -104,7 +127,65 @@ def train(args: argparse.Namespace, device: torch.device) -> float:
         log(f"parameters differ between ranks by up to {largest:g}: training diverged")
         sys.exit(EXIT_DIVERGED)
     log(f"parameters identical on all ranks; final loss {float(loss.item()):.4f}")
+
+
+def epoch_done(args: argparse.Namespace, epoch: int, loss: torch.Tensor, started: float) -> float:
+    mean_loss = float(hvd.allreduce(loss.detach(), op=hvd.Average, name=f"loss.{epoch}").item())
+    if hvd.rank() == 0:
+        log(f"epoch {epoch}/{args.epochs} loss {mean_loss:.4f} ({time.monotonic() - started:.2f}s)")
     return mean_loss
+
+
+def train(args: argparse.Namespace, device: torch.device) -> float:
+    job = build(args, device)
+    generator = torch.Generator().manual_seed(args.seed + 1 + hvd.rank())
+    hvd.broadcast_parameters(job.model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(job.optimizer, root_rank=0)
+    loss = torch.zeros(())
+    mean_loss = 0.0
+    for epoch in range(1, args.epochs + 1):
+        started = time.monotonic()
+        for _ in range(args.steps_per_epoch):
+            loss = step(args, job, generator)
+        mean_loss = epoch_done(args, epoch, loss, started)
+    check_identical(job.model, loss, device)
+    return mean_loss
+
+
+def train_elastic(args: argparse.Namespace, device: torch.device, sizes: list[int]) -> float:
+    """Training as an elastic job: state committed every --commit-every batches, the world rebuilt on change."""
+    job = build(args, device)
+    state = hvd.elastic.TorchState(model=job.model, optimizer=job.optimizer, epoch=1, batch=0, loss=0.0)
+
+    def on_reset() -> None:
+        for group in job.optimizer.param_groups:  # the learning rate follows the number of ranks
+            group["lr"] = args.lr * hvd.size()
+
+    state.register_reset_callbacks([on_reset])
+
+    @hvd.elastic.run
+    def run(state: hvd.elastic.TorchState) -> float:
+        sizes.append(hvd.size())
+        log(f"elastic: world of {hvd.size()} ranks at epoch {state.epoch} batch {state.batch}")
+        check_allreduce(device)
+        loss = torch.zeros(())
+        while state.epoch <= args.epochs:
+            # Each rank's data depends on where the run is, so a rank that joins late draws its own.
+            generator = torch.Generator().manual_seed(args.seed + 1 + hvd.rank() + 1000 * state.epoch + state.batch)
+            started = time.monotonic()
+            while state.batch < args.steps_per_epoch:
+                loss = step(args, job, generator)
+                state.batch += 1
+                if state.batch % args.commit_every == 0:
+                    state.commit()
+            state.loss = epoch_done(args, state.epoch, loss, started)
+            state.epoch += 1
+            state.batch = 0
+            state.commit()
+        check_identical(job.model, loss, device)
+        return state.loss
+
+    return run(state)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,9 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     hvd.init()
     device = pick_device(args.device)
     log(f"started: local rank {hvd.local_rank()}, device {device}, pid {os.getpid()}, torch {torch.__version__}")
-    total = check_allreduce(device)
+    sizes: list[int] = []
+    if args.elastic:
+        if args.commit_every < 1:
+            raise SystemExit("--commit-every must be 1 or more")
+        loss = train_elastic(args, device, sizes)
+        total = check_allreduce(device)
+    else:
+        total = check_allreduce(device)
+        loss = train(args, device)
     hosts = hvd.allgather_object(socket.gethostname(), name="hosts")
-    loss = train(args, device)
     if hvd.rank() == 0:
         distinct = sorted(set(hosts))
         log(f"hosts: {len(distinct)} distinct of {hvd.size()} ranks: {', '.join(distinct)}")
@@ -128,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                 "allreduce_expected": hvd.size() * (hvd.size() + 1) / 2,
                 "final_loss": loss,
                 "device": str(device),
+                "elastic": args.elastic,
+                # The world sizes this rank saw, one per (re)start of the world (elastic runs).
+                "sizes": sizes or [hvd.size()],
             }
             path = os.path.join(args.output_dir, "result.json")
             with open(path, "w", encoding="utf-8") as handle:
