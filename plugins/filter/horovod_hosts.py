@@ -99,7 +99,11 @@ def rank_hosts(hosts: object, np: object = None) -> list[str]:
 # and logs "Process 2 exit with status code 1." for each failure; mpirun names the rank in
 # "Process name: [[1234,1],2]" or "rank 2 with PID ... exited on signal".
 FIRST_FAILURE_RES = (
-    re.compile(r"first process to do so was:\s*Process name:\s*(?:\[\[\d+,\d+\],)?(\d+)\]?", re.IGNORECASE),
+    # Gloo names a rank (``2``), mpirun ``[[1234,1],2]``; an elastic run names a slot (``10.0.0.2[0]``, the
+    # host and its local rank), which is no rank: the next pattern finds it in "Process N exit ...".
+    re.compile(
+        r"first process to do so was:\s*Process name:\s*(?:\[\[\d+,\d+\],)?(\d+)\]?[ \t]*(?:\r?\n|$)", re.IGNORECASE
+    ),
     re.compile(r"Process (\d+) exit with status code [1-9]"),
     re.compile(r"^\s*Process name:\s*\[\[\d+,\d+\],(\d+)\]", re.MULTILINE),
     re.compile(r"rank (\d+) with PID \d+ on node \S+ exited on signal"),

@@ -231,6 +231,17 @@ def test_failed_rank_from_gloo_output():
     assert hh.failed_rank(GLOO_FAILURE) == 2
 
 
+def test_failed_rank_of_an_elastic_run_is_not_read_from_its_slot_name():
+    # An elastic run names the slot (host[local rank]); the rank is in "Process N exit" (seen on the lab:
+    # the slot's "10" was read as rank 10).
+    text = (
+        "Process 0 exit with status code 1.\nTraceback (most recent call last):\n"
+        "RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing "
+        "the job to be terminated. The first process to do so was:\nProcess name: 10.213.9.12[0]\nExit code: 1\n"
+    )
+    assert hh.failed_rank(text) == 0
+
+
 def test_failed_rank_from_exit_line_only():
     assert hh.failed_rank("[0]<stdout>:x\nProcess 1 exit with status code 3.\n") == 1
 
