@@ -1,0 +1,144 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""plugins/filter/horovod_launch.py: the processes of a run and horovodrun's command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.multinode.horovod.plugins.filter import horovod_launch as f
+
+PLUGIN = Path(f.__file__)
+HOSTS = [
+    {"name": "master", "address": "10.0.0.1", "slots": 4},
+    {"name": "w1", "address": "10.0.0.2", "slots": "2"},
+]
+RUN = {
+    "np": 6,
+    "hosts": "10.0.0.1:4,10.0.0.2:2",
+    "elastic": False,
+    "min_np": 4,
+    "max_np": 6,
+    "cooldown": [10, 300],
+    "discovery_script": "/data1/artifacts/runs/r1/discover-hosts.py",
+    "ssh_port": 12345,
+    "identity_file": "/root/.ssh/id_ed25519",
+    "start_timeout": 60,
+    "controller": "gloo",
+    "nics": [],
+    "run_dir": "/data1/artifacts/runs/r1",
+    "verbose": False,
+    "extra_args": [],
+    "command": ["python3", "train.py", "--epochs", 3],
+}
+COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
+
+
+@pytest.mark.parametrize(
+    ("np", "min_np", "max_np", "expected"),
+    [
+        (0, 0, 0, {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),
+        ("0", "0", "0", {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),  # from -e
+        (3, 0, 0, {"total_slots": 6, "np": 3, "min_np": 3, "max_np": 6}),  # min_np at most np
+        (2, 1, 5, {"total_slots": 6, "np": 2, "min_np": 1, "max_np": 5}),
+    ],
+)
+def test_counts(np, min_np, max_np, expected):
+    assert f.counts(HOSTS, np, min_np, max_np) == expected
+
+
+@pytest.mark.parametrize(
+    ("hosts", "np"),
+    [([], 0), ([{"name": "a", "address": "a", "slots": 0}], 0), (HOSTS, -1), (HOSTS, "all"), (["a"], 0)],
+)
+def test_counts_refuse_what_the_rules_refuse(hosts, np):
+    with pytest.raises(AnsibleFilterError, match="horovod_launch_counts"):
+        f.counts(hosts, np)
+
+
+def test_a_run_on_a_host_list():
+    assert f.horovodrun_argv(RUN) == [
+        "horovodrun",
+        "-np",
+        "6",
+        "-H",
+        "10.0.0.1:4,10.0.0.2:2",
+        *COMMON,
+        "--output-filename",
+        "/data1/artifacts/runs/r1",
+        "python3",
+        "train.py",
+        "--epochs",
+        "3",
+    ]
+
+
+def test_an_elastic_run_has_its_discovery_script_and_bounds_instead_of_h():
+    argv = f.horovodrun_argv({**RUN, "elastic": True, "min_np": 2, "cooldown": [1, 5]})
+    assert "-H" not in argv
+    assert argv[:13] == [
+        "horovodrun",
+        "-np",
+        "6",
+        "--min-np",
+        "2",
+        "--max-np",
+        "6",
+        "--host-discovery-script",
+        RUN["discovery_script"],
+        "--blacklist-cooldown-range",
+        "1",
+        "5",
+        "-p",
+    ]
+
+
+def test_one_process_has_no_rank_logs():
+    argv = f.horovodrun_argv({**RUN, "np": 1})
+    assert "--output-filename" not in argv
+    assert argv[:5] == ["horovodrun", "-np", "1", "-H", RUN["hosts"]]
+
+
+def test_interfaces_verbose_extra_args_then_the_command():
+    argv = f.horovodrun_argv(
+        {
+            **RUN,
+            "nics": ["eth0", "ib0"],
+            "verbose": True,
+            "controller": "mpi",
+            "extra_args": ["--timeline-filename", "/t"],
+        }
+    )
+    tail = argv[argv.index("--mpi") :]
+    assert tail == [
+        "--mpi",
+        "--network-interfaces",
+        "eth0,ib0",
+        "--output-filename",
+        RUN["run_dir"],
+        "--verbose",
+        "--timeline-filename",
+        "/t",
+        "python3",
+        "train.py",
+        "--epochs",
+        "3",
+    ]
+
+
+def test_every_key_is_required():
+    for key in f.ARGV_KEYS:
+        run = {k: v for k, v in RUN.items() if k != key}
+        with pytest.raises(AnsibleFilterError, match=f"missing {key}"):
+            f.horovodrun_argv(run)
+    with pytest.raises(AnsibleFilterError, match="expects a mapping"):
+        f.horovodrun_argv(["horovodrun"])
+
+
+def test_every_filter_has_its_documentation_file():
+    for name in f.FilterModule().filters():
+        text = (PLUGIN.parent / f"{name}.yml").read_text()
+        for section in ("DOCUMENTATION:", "EXAMPLES:", "RETURN:", f"name: {name}"):
+            assert section in text, f"{name}: {section}"
