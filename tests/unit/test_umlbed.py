@@ -1,15 +1,19 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Pure parts of the tools/umlbed package: addresses, names, command lines, the recipe hash, the state files."""
+"""Pure parts of the tools/umlbed package: addresses, names, command lines, the recipe hash, the state
+files; and its entry points (the directory and ``python3 -m umlbed``) with a command that needs no root."""
 
+import ast
 import ipaddress
 import json
 import os
+import subprocess
+import sys
 from importlib import import_module
 from pathlib import Path
 
 import pytest
-from checkout import load_package
+from checkout import REPO, load_package
 
 umlbed = load_package("tools/umlbed", "umlbed")
 cli = import_module("umlbed.__main__")
@@ -322,3 +326,33 @@ def test_debian_13_gets_the_docker_command_line_that_its_docker_io_only_recommen
     assert "docker-cli" in rootfs.packages("trixie")
     assert "docker-cli" not in rootfs.packages("bookworm")  # bookworm's docker.io holds it
     assert set(rootfs.PACKAGES) <= set(rootfs.packages("trixie"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "cwd"),
+    [([sys.executable, "tools/umlbed"], REPO), ([sys.executable, "-m", "umlbed"], REPO / "tools")],
+)
+def test_the_entry_points_run_the_command_line(argv, cwd, tmp_path):
+    # `list` needs no root and touches nothing: it reads the (empty) state directory.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run(
+        [*argv, "--state-dir", str(tmp_path), "list"], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, "[]\n", "")
+
+
+MODULES = ["debian", "host", "kernel", "state", "rootfs", "network", "instance", "__main__"]
+
+
+def test_each_module_imports_only_the_modules_listed_above_it():
+    # The order of umlbed/__init__.py's list: kernel.py never imports rootfs.py, and so on.
+    listed = [line.split()[1] for line in Path(umlbed.__file__).read_text().splitlines() if line.startswith("#   ")]
+    assert listed == [f"{m}.py" for m in MODULES]
+    for i, name in enumerate(MODULES):
+        tree = ast.parse((REPO / "tools/umlbed" / f"{name}.py").read_text())
+        used = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("umlbed")):
+                base = (node.module or "").removeprefix("umlbed").strip(".")
+                used |= {base} if base else {alias.name for alias in node.names}
+        assert used <= set(MODULES[:i]), f"{name}.py imports {sorted(used - set(MODULES[:i]))}"
