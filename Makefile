@@ -85,7 +85,7 @@ test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule sce
 	@echo "make test finished; make test-all adds the long fault and operations tests (MNH_TESTS=all)"
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
-# every scenario's CI set (tools/images.py and tools/umlbed.py build its hosts; README "Tests").
+# every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; README "Tests").
 test-all: lint unit ## make test, the long fault and operations tests, the lab's scale-out, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \

@@ -87,7 +87,7 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
 
 
 def release(environ: Mapping[str, str]) -> str:
-    """The Debian release of the test hosts (MNH_DEBIAN, as tools/images.py and tools/umlbed.py read it)."""
+    """The Debian release of the test hosts (MNH_DEBIAN, as tools/images.py and tools/umlbed/ read it)."""
     return environ.get("MNH_DEBIAN") or "bookworm"
 
 

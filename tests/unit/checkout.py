@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """This checkout's plugins and tools, loaded by path (they are files of a collection, not a package).
 
+A tool that is a package (tools/umlbed/) is loaded by path too (``load_package``): tools/ stays off
+sys.path, so the other tools there cannot shadow anything.
+
 ``COLLECTIONS`` is a collections directory that holds this checkout as ``multinode.horovod`` (a link
 in the temporary directory, one per user and checkout, reused by every run and every pytest worker):
 the stand-in for `make venv`'s link under .cache, so that `pytest tests/unit` in a fresh clone imports
@@ -45,6 +48,25 @@ COLLECTIONS = collections_dir()
 def load(relpath: str, name: str) -> ModuleType:
     """A fresh module from REPO/relpath, registered as `name` (dataclasses resolve their module by name)."""
     spec = importlib.util.spec_from_file_location(name, REPO / relpath)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_package(relpath: str, name: str) -> ModuleType:
+    """The package in REPO/relpath, registered as `name` (the name its modules import it by), so that
+    ``importlib.import_module(f"{name}.module")`` imports its modules; loaded once per process."""
+    directory = REPO / relpath
+    loaded = sys.modules.get(name)
+    if loaded is not None and list(getattr(loaded, "__path__", [])) == [str(directory)]:
+        return loaded
+    for stale in [key for key in sys.modules if key.startswith(f"{name}.")]:
+        del sys.modules[stale]
+    spec = importlib.util.spec_from_file_location(
+        name, directory / "__init__.py", submodule_search_locations=[str(directory)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -3,10 +3,10 @@
 """Every role's meta/main.yml tells the truth: the Ansible it needs and the platforms it is tested on.
 
 TESTED is the one list of what the test beds run: the host releases of tools/images.py and
-tools/umlbed.py (MNH_DEBIAN; make test-all runs every scenario on each). A role declares exactly these
-platforms, needs the ansible-core that meta/runtime.yml requires, and ships vars/<name>.yml only for a
-declared platform (the NFS roles load vars/<os_family>.yml, vars/<distribution>.yml and
-vars/<distribution>_<major version>.yml).
+tools/umlbed/debian.py (MNH_DEBIAN; make test-all runs every scenario on each). A role declares
+exactly these platforms, needs the ansible-core that meta/runtime.yml requires, and ships
+vars/<name>.yml only for a declared platform (the NFS roles load vars/<os_family>.yml,
+vars/<distribution>.yml and vars/<distribution>_<major version>.yml).
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def stray_vars_files(role_dir: Path, platforms: dict[str, list[str]]) -> list[st
 
 def test_the_tested_list_is_what_the_test_images_run():
     images = load("tools/images.py", "mnh_images_meta")
-    umlbed = load("tools/umlbed.py", "mnh_umlbed_meta")
+    umlbed_debian = load("tools/umlbed/debian.py", "mnh_umlbed_debian_meta")
     assert list(images.RELEASES) == TESTED["Debian"]
-    assert list(umlbed.RELEASES) == TESTED["Debian"]
+    assert list(umlbed_debian.RELEASES) == TESTED["Debian"]
     assert images.DEFAULT_RELEASE in TESTED["Debian"]
     assert set(MAJOR) == {v for versions in TESTED.values() for v in versions}
 
