@@ -45,15 +45,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import machines  # tools/machines.py: the DinD machine, defined once
+
 REPO = Path(__file__).resolve().parent.parent
 LABEL = "org.multinode-horovod.lab"
 # The machines run the Debian release under test (MNH_DEBIAN, as tools/images.py builds them).
-MACHINE_IMAGE = f"multinode-horovod/machine:{os.environ.get('MNH_DEBIAN') or 'bookworm'}"
+MACHINE_IMAGE = machines.image("machine")
 CPU_IMAGE = "horovod-cpu"
 NETWORK = "mnh-lab"
 SUBNET = "10.213.9.0/24"
 LAB_DIR = Path("/var/lib/multinode-horovod/lab")
-DIND_CAPS = ("SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "NET_RAW")
 # The site's defaults (plugins/module_utils/defaults.py; tests/unit/test_shared_values.py checks them):
 # the lab mounts its share at the default horovod_share_dir, and the site names the container.
 SHARE_DIR = "/data1/share"
@@ -118,18 +119,18 @@ def lab_dir() -> Path:
 
 
 def machine_run_argv(machine: Machine, share: Path, artifacts: Path) -> list[str]:
-    """docker run arguments for one lab machine (DinD without --privileged, see docs/architecture.md "Test beds")."""
+    """docker run arguments for one lab machine: the DinD machine of tools/machines.py, its Docker data
+    in a labelled volume of its own (machines.DIFFERENCES), the lab's network and mounts."""
     argv = ["docker", "run", "-d", "--name", machine.container, "--hostname", machine.name]
     argv += ["--label", f"{LABEL}=machine", "--network", NETWORK, "--ip", machine.address]
-    for cap in DIND_CAPS:
-        argv += ["--cap-add", cap]
-    argv += ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
-    argv += ["--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"]
-    argv += ["--tmpfs", "/run", "--tmpfs", "/run/lock", "-e", "container=docker"]
-    argv += ["--mount", f"type=volume,src={machine.container}-docker,dst=/var/lib/docker,volume-label={LABEL}=docker"]
+    argv += machines.docker_run_args()
+    argv += [
+        "--mount",
+        f"type=volume,src={machine.container}-docker,dst={machines.DOCKER_DATA},volume-label={LABEL}=docker",
+    ]
     argv += ["-v", f"{share}:{SHARE_DIR}"]
     argv += ["-v", f"{artifacts}:{ARTIFACT_DIR}" + ("" if machine == MACHINES[0] else ":ro")]
-    argv.append(MACHINE_IMAGE)
+    argv += [MACHINE_IMAGE, machines.COMMAND]
     return argv
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.formatters import bytes_to_human
-from ansible_collections.multinode.horovod.plugins.filter.horovod_hosts import check_build
+from ansible_collections.multinode.horovod.plugins.filter.horovod_output import check_build
 from ansible_collections.multinode.horovod.plugins.filter.horovod_run import job_processes
 
 # What the role passes in (tasks/checks.yml); every key is required.

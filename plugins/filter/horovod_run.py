@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter.horovod_hosts import failed_rank
+from ansible_collections.multinode.horovod.plugins.filter.horovod_output import failed_rank
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
 # What defines a run; a change to any of them is another run (another default name).

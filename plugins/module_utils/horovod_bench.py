@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.defaults import SSH_KEY_FILE
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
@@ -93,16 +94,6 @@ def parse_bytes(value: Any) -> int | None:
     return int(match.group(1)) * UNITS[match.group(2).upper()]
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
-        return int(value)
-    return None
-
-
 def settings(given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The settings with their defaults, from what the user gave (every ``horovod_bench_*`` variable),
     and the problems, each naming the variable and the fix. Values are only used when there is none."""
@@ -124,7 +115,9 @@ def settings(given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 )
             out[setting.name] = size
         elif setting.kind is int:
-            number = _int(value)
+            # The collection's one parser (numbers.whole), as the site's gate reads its own settings: a
+            # leading "+" is taken (-e horovod_bench_timeout=+600 is 600), as Ansible's int conversion does.
+            number = whole(value)
             if number is None:
                 problems.append(f"{setting.name}: {value!r} is not a whole number.")
             out[setting.name] = number

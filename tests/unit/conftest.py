@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checkout import COLLECTIONS  # importable once the line above has run
 
 sys.path.insert(0, str(COLLECTIONS))
+# tools/lab.py imports tools/machines.py as `machines`, as when run as `python3 tools/lab.py`.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 _bin = Path(sys.executable).parent
 if (_bin / "ansible-playbook").is_file() and str(_bin) not in os.environ.get("PATH", "").split(os.pathsep):

@@ -95,6 +95,25 @@ def test_settings_name_the_variable_and_the_fix(given, expected):
         assert any(expected in p for p in problems), problems
 
 
+@pytest.mark.parametrize(
+    ("value", "number", "problem"),
+    [
+        ("600", 600, None),
+        (" +600 ", 600, None),  # numbers.whole, as Ansible's int() and the site's gate: _int refused the "+"
+        (600, 600, None),
+        ("-5", -5, "horovod_bench_timeout: -5 must be 1 or more."),
+        ("6e2", None, "horovod_bench_timeout: '6e2' is not a whole number."),
+        ("600.0", None, "horovod_bench_timeout: '600.0' is not a whole number."),
+        (600.0, None, "horovod_bench_timeout: 600.0 is not a whole number."),
+        (True, None, "horovod_bench_timeout: True is not a whole number."),
+    ],
+)
+def test_a_whole_number_setting_is_read_by_numbers_whole(value, number, problem):
+    out, problems = b.settings({"horovod_bench_timeout": value})
+    assert out["horovod_bench_timeout"] == number
+    assert problems == ([] if problem is None else [problem])
+
+
 def test_the_gate_knows_every_setting():
     assert set(b.SETTING_NAMES) <= gate.known_names()
 
