@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -151,3 +152,18 @@ def test_argument_spec_descriptions_hold_no_template(role):
 def test_a_template_in_a_description_is_found():
     bad = {"options": {"x": {"default": "{{ y }}/runs", "description": ["Image ID ({{.Image}})."]}}}
     assert templated_descriptions(bad) == ["Image ID ({{.Image}})."]
+
+
+FILTER_FILES = sorted(p.stem for p in (REPO / "plugins" / "filter").glob("*.py"))
+
+
+@pytest.mark.parametrize("plugin", FILTER_FILES)
+def test_every_filter_has_its_documentation_file(plugin):
+    """ansible-doc reads a filter's documentation from <name>.yml beside the plugin file."""
+    module = importlib.import_module(f"ansible_collections.multinode.horovod.plugins.filter.{plugin}")
+    for name in module.FilterModule().filters():
+        doc = REPO / "plugins" / "filter" / f"{name}.yml"
+        assert doc.is_file(), f"{plugin}.py: {name} has no {doc.name}"
+        text = doc.read_text()
+        for section in ("DOCUMENTATION:", "EXAMPLES:", "RETURN:", f"name: {name}"):
+            assert section in text, f"{doc.name}: {section}"

@@ -280,8 +280,3 @@ def test_the_plot_says_when_matplotlib_is_missing(tmp_path, monkeypatch, capsys)
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
     assert load_plot().main([str(tmp_path / "r.json"), str(tmp_path / "r.png")]) == 3
     assert "matplotlib is not installed" in capsys.readouterr().out
-
-
-def test_every_filter_has_its_documentation():
-    for name in f.FilterModule().filters():
-        assert (REPO / "plugins" / "filter" / f"{name}.yml").is_file(), name

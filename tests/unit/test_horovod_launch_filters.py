@@ -135,10 +135,3 @@ def test_every_key_is_required():
             f.horovodrun_argv(run)
     with pytest.raises(AnsibleFilterError, match="expects a mapping"):
         f.horovodrun_argv(["horovodrun"])
-
-
-def test_every_filter_has_its_documentation_file():
-    for name in f.FilterModule().filters():
-        text = (PLUGIN.parent / f"{name}.yml").read_text()
-        for section in ("DOCUMENTATION:", "EXAMPLES:", "RETURN:", f"name: {name}"):
-            assert section in text, f"{name}: {section}"
