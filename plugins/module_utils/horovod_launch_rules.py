@@ -119,24 +119,25 @@ def _np(inputs: Mapping[str, Any], total: int | None) -> Problems:
     return []
 
 
+def _whole_at_least(inputs: Mapping[str, Any], name: str, minimum: int, what: str) -> tuple[Problems, int | None]:
+    """The problem of a whole-number input below `minimum` (none when absent), and the number when sound."""
+    value = inputs.get(name, _ABSENT)
+    if value is _ABSENT:
+        return [], None
+    number = whole(value)
+    if number is None or number < minimum:
+        return [(name, f"{shown(value)} is not a whole number of {minimum} or more; set it to {what}")], None
+    return [], number
+
+
 def _elastic_settings(inputs: Mapping[str, Any]) -> tuple[Problems, dict[str, int]]:
     """The types of min/max np and the cooldown range; the bounds given (> 0)."""
     out: Problems = []
     bounds: dict[str, int] = {}
     for name, what in (("min_np", "the fewest processes"), ("max_np", "the most processes")):
-        value = inputs.get(f"{P}{name}", _ABSENT)
-        if value is _ABSENT:
-            continue
-        number = whole(value)
-        if number is None or number < 0:
-            out.append(
-                (
-                    f"{P}{name}",
-                    f"{shown(value)} is not a whole number of 0 or more; set it to {what} of an elastic run "
-                    "(0: the default)",
-                )
-            )
-        elif number > 0:
+        problem, number = _whole_at_least(inputs, f"{P}{name}", 0, f"{what} of an elastic run (0: the default)")
+        out += problem
+        if number:
             bounds[name] = number
     cooldown = inputs.get(f"{P}elastic_cooldown", _ABSENT)
     if cooldown is not _ABSENT:
@@ -206,23 +207,8 @@ def _elastic(inputs: Mapping[str, Any], total: int | None) -> Problems:
 def _counts(inputs: Mapping[str, Any]) -> Problems:
     out: Problems = []
     for name, what in POSITIVE.items():
-        value = inputs.get(name, _ABSENT)
-        if value is _ABSENT:
-            continue
-        number = whole(value)
-        if number is None or number < 1:
-            out.append((name, f"{shown(value)} is not a whole number of 1 or more; set it to {what}"))
-    value = inputs.get(f"{P}timeout", _ABSENT)
-    if value is not _ABSENT:
-        number = whole(value)
-        if number is None or number < 0:
-            out.append(
-                (
-                    f"{P}timeout",
-                    f"{shown(value)} is not a whole number of 0 or more; set it to the seconds the run may take, "
-                    "or 0 for no limit",
-                )
-            )
+        out += _whole_at_least(inputs, name, 1, what)[0]
+    out += _whole_at_least(inputs, f"{P}timeout", 0, "the seconds the run may take, or 0 for no limit")[0]
     value = inputs.get(f"{P}ssh_port", _ABSENT)
     if value is not _ABSENT:
         port = whole(value)
