@@ -177,6 +177,17 @@ CASES: list[tuple[str, Any, str]] = [
     ("run-name-path", cluster(horovod_run_name="../etc"), "horovod_run_name"),
     ("interface-with-space", cluster(horovod_network_interfaces=["eth0 eth1"]), "horovod_network_interfaces"),
     ("command-empty-program", cluster(horovod_train_command=["", "train.py"]), "horovod_train_command"),
+    # an elastic run the launch role would refuse, set on the master as a role variable
+    (
+        "elastic-with-mpi",
+        host("server-a", horovod_launch_elastic=True, horovod_launch_controller="mpi"),
+        "Horovod runs elastic jobs with Gloo only",
+    ),
+    (
+        "elastic-cooldown-zero",
+        host("server-a", horovod_launch_elastic_cooldown=[0, 10]),
+        "horovod_launch_elastic_cooldown",
+    ),
 ]
 
 
