@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
@@ -154,19 +155,11 @@ def _elastic_settings(inputs: Mapping[str, Any]) -> tuple[Problems, dict[str, in
 
 
 def _flag(value: Any) -> Any:
-    """A boolean as Ansible reads one from -e (``true``, ``no``...); anything else as it is."""
-    if isinstance(value, str):
-        return {
-            "true": True,
-            "yes": True,
-            "on": True,
-            "1": True,
-            "false": False,
-            "no": False,
-            "off": False,
-            "0": False,
-        }.get(value.lower(), value)
-    return value
+    """A boolean as Ansible's ``bool`` type reads one (``true``, ``no``, ``1``...); anything else as it is."""
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        return value
 
 
 def _elastic(inputs: Mapping[str, Any], total: int | None) -> Problems:
