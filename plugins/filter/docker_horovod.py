@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils import jobs
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, jobs
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     ca_places,
     canonical_name,
@@ -157,6 +157,113 @@ def restart_victims(containers: Iterable[Mapping[str, Any]], own_name: str) -> l
     return sorted(victims)
 
 
+def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The container's definition (community.docker.docker_container's volumes, devices, capabilities,
+    ulimits, env, device_requests) from the role's options.
+
+    `options` holds the role's docker_horovod_share_root, _volumes, _devices, _capabilities, _env, _rdma
+    and _gpu_count (without the prefix). The fixed mounts are the directories the roles share
+    (plugins/module_utils/defaults.py; RESERVED_TARGETS in docker_horovod_rules.py keeps extra volumes off
+    them): the share root rslave, so that a file system mounted under it on the host later (an NFS share
+    that comes up after Docker at boot) appears in the running container too; sshd's directory and the
+    ssh directory read-only; the role's own directory (supervisor, extra CA) read-only.
+    """
+    share_root = str(options["share_root"])
+    rdma = bool(options.get("rdma"))
+    env = options.get("env") or {}
+    return {
+        "volumes": [
+            f"{share_root}:{share_root}:rw,rslave",
+            f"{defaults.SSHD_DIR}:{defaults.SSHD_DIR}:ro",
+            f"{defaults.SSH_DIR}:{defaults.CONTAINER_SSH_DIR}:ro",
+            f"{defaults.CONTAINER_OWN_DIR}:{defaults.CONTAINER_OWN_DIR}:ro",
+            *bind_specs(options.get("volumes") or []),
+        ],
+        "devices": [
+            *(["/dev/infiniband:/dev/infiniband:rwm"] if rdma else []),
+            *device_specs(options.get("devices") or []),
+        ],
+        # RDMA pins memory; order kept, each capability once.
+        "capabilities": list(dict.fromkeys([*(["IPC_LOCK"] if rdma else []), *(options.get("capabilities") or [])])),
+        "ulimits": ["memlock:-1:-1"] if rdma else [],
+        # Docker wants strings; YAML turns 1 and true into numbers and booleans.
+        "env": {str(name): str(value) for name, value in env.items()},
+        # docker run --gpus all
+        "device_requests": (
+            [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
+            if int(options.get("gpu_count") or 0) > 0
+            else []
+        ),
+    }
+
+
+def pip_plan(options: Mapping[str, Any]) -> dict[str, Any]:
+    """How the role runs pip in the container: {argv, source_args, cert_env}.
+
+    `options`: the role's docker_horovod_python, _pip_index_url, _pip_wheel_dir, _extra_ca_bundle
+    (without the prefix). pip of `python`, or of python3 (else python: horovod/horovod links python to its
+    Python and installs pip there) when it is empty; --index-url and --find-links as given, --no-index
+    with a wheel directory and no index; PIP_CERT (the bundle as the container sees it) with a bundle.
+    """
+    python = str(options.get("python") or "")
+    index_url = str(options.get("pip_index_url") or "")
+    wheel_dir = str(options.get("pip_wheel_dir") or "")
+    if python:
+        argv = [python, "-m", "pip"]
+    else:
+        argv = ["/bin/sh", "-c", 'exec "$(command -v python3 || command -v python)" -m pip "$@"', "pip"]
+    source_args = [
+        *(["--index-url", index_url] if index_url else []),
+        *(["--find-links", wheel_dir] if wheel_dir else []),
+        *(["--no-index"] if wheel_dir and not index_url else []),
+    ]
+    cert_env = {"PIP_CERT": defaults.CONTAINER_CA} if options.get("extra_ca_bundle") else {}
+    return {"argv": argv, "source_args": source_args, "cert_env": cert_env}
+
+
+def cli_packages(engine_packages: Iterable[str], distribution: str, major_version: Any) -> list[str]:
+    """The docker command line's package to install beside the engine: docker-cli with Debian 13's
+    docker.io (which only recommends it; Debian 12's docker.io holds it), nothing otherwise (docker-ce
+    brings docker-ce-cli, which conflicts with docker-cli)."""
+    try:
+        major = int(str(major_version))
+    except ValueError:
+        major = 0
+    if "docker.io" in list(engine_packages or []) and distribution == "Debian" and major >= 13:
+        return ["docker-cli"]
+    return []
+
+
+def engine_unit(process_lines: Iterable[str] | None) -> str:
+    """The systemd unit dockerd runs in, from the lines "PID", "EXECUTABLE", "UNIT" that engine.yml
+    printed (ps -o unit=): "-" or a scope when dockerd runs outside a service (which the role cannot
+    restart); docker.service when nothing was read."""
+    lines = list(process_lines or [])
+    unit = lines[2].strip() if len(lines) > 2 else ""
+    return unit or "docker.service"
+
+
+def nvidia_pending(dry_run: str | None, daemon_json: str) -> bool:
+    """Whether nvidia-ctk would change Docker's configuration: what its --dry-run printed (None when
+    it could not run: check mode before the toolkit is installed, which is taken as a change) against
+    the current /etc/docker/daemon.json ("" when there is none)."""
+    if dry_run is None:
+        return True
+    try:
+        return json.loads(dry_run) != json.loads(daemon_json or "{}")
+    except json.JSONDecodeError as exc:
+        raise AnsibleFilterError(f"docker_horovod_nvidia_pending: not JSON: {exc}") from exc
+
+
+def ca_pending(wanted: bool, stat: Mapping[str, Any], bundle_sha1: str) -> bool:
+    """Whether the role's extra CA file in the host's trust store must be written (wanted, and absent or
+    with another content than the bundle's sha1) or removed (not wanted, and there)."""
+    exists = bool(stat.get("exists"))
+    if wanted:
+        return not exists or str(stat.get("checksum") or "") != bundle_sha1
+    return exists
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -174,4 +281,10 @@ class FilterModule:
             "docker_horovod_archive_problem": archive_problem,
             "docker_horovod_restart_victims": restart_victims,
             "docker_horovod_ca_places": ca_places,
+            "docker_horovod_container_spec": container_spec,
+            "docker_horovod_pip_plan": pip_plan,
+            "docker_horovod_cli_packages": cli_packages,
+            "docker_horovod_engine_unit": engine_unit,
+            "docker_horovod_nvidia_pending": nvidia_pending,
+            "docker_horovod_ca_pending": ca_pending,
         }

@@ -29,5 +29,7 @@ SSHD_DIR = f"{CONFIG_ROOT}/sshd"
 SSH_DIR = f"{CONFIG_ROOT}/ssh"
 CONTAINER_OWN_DIR = f"{CONFIG_ROOT}/container"
 CONTAINER_SSH_DIR = "/root/.ssh"
+# docker_horovod's copy of the extra CA bundle in its directory, which pip in the container reads (PIP_CERT).
+CONTAINER_CA = f"{CONTAINER_OWN_DIR}/extra-ca.crt"
 # The master's key in its container (ssh_trust makes it, horovod_launch passes it to horovodrun -i).
 SSH_KEY_FILE = f"{CONTAINER_SSH_DIR}/id_ed25519"

@@ -53,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "docker_horovod_extra_ca_bundle": "",
     "docker_horovod_nvidia_repo_key_fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
 }
-# Container paths the role mounts itself (vars/main.yml, __docker_horovod_volumes); the test checks them.
+# Container paths the role mounts itself (the filter docker_horovod_container_spec); the tests check them.
 RESERVED_TARGETS = (defaults.SSHD_DIR, defaults.CONTAINER_SSH_DIR, defaults.CONTAINER_OWN_DIR)
 # Of Docker's restart policies (no, on-failure[:N], always, unless-stopped), those that bring the
 # container, and with it sshd, back after a reboot or a restart of Docker.

@@ -60,6 +60,9 @@ def image_reference(value: Any) -> dict[str, str] | None:
 # Docker Hub under its names: dockerd trusts only the host's trust store for it (moby ignores
 # /etc/docker/certs.d for Docker Hub's index).
 DOCKER_HUB = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+# The role's file in Docker's directory of a registry (/etc/docker/certs.d/<registry>/); tasks/daemon.yml
+# finds stale ones by this name.
+REGISTRY_CA_NAME = "multinode-horovod-extra-ca.crt"
 
 
 def registry_of(name: str) -> str:
@@ -71,12 +74,14 @@ def registry_of(name: str) -> str:
     return "docker.io"
 
 
-def ca_places(image: Any, archive: Any, gpu_count: Any, nvidia_repo_url: Any) -> dict[str, Any]:
+def ca_places(image: Any, archive: Any, gpu_count: Any, nvidia_repo_url: Any, bundle: Any = "") -> dict[str, Any]:
     """Where the extra CA bundle must go on the host, beside the container (pip): the host's trust store
     only for a pull from Docker Hub (dockerd reads nothing else for it) or apt over https to NVIDIA's
     repository on a GPU host; Docker's own directory of the registry (/etc/docker/certs.d/<registry>) for
     a pull from another registry; nowhere on the host for an image loaded from an archive (no pull).
-    Returns {host_store: bool, registry: "<host[:port]>" or "", why: what needs the host store}."""
+    Returns {host_store: bool, registry: "<host[:port]>" or "", why: what needs the host store}, and for
+    the extra CA bundle `bundle` ("" when none is given): host_file (whether the role's file belongs in the
+    host's trust store) and registry_file (the role's file in Docker's directory of the registry, or "")."""
     ref = image_reference(image)
     pulls = not archive and ref is not None
     registry = registry_of(ref["name"]) if pulls and ref is not None else ""
@@ -86,10 +91,15 @@ def ca_places(image: Any, archive: Any, gpu_count: Any, nvidia_repo_url: Any) ->
     gpus = int(gpu_count or 0)
     if gpus > 0 and str(nvidia_repo_url or "").startswith("https://"):
         why.append(f"apt fetches NVIDIA's repository over https ({nvidia_repo_url}) on this GPU host")
+    other_registry = "" if registry in DOCKER_HUB else registry
     return {
         "host_store": bool(why),
-        "registry": "" if registry in DOCKER_HUB else registry,
+        "registry": other_registry,
         "why": "; ".join(why),
+        "host_file": bool(bundle) and bool(why),
+        "registry_file": f"/etc/docker/certs.d/{other_registry}/{REGISTRY_CA_NAME}"
+        if bundle and other_registry
+        else "",
     }
 
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import registry_of
+from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_rules import RESERVED_TARGETS
+from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
+    REGISTRY_CA_NAME,
+    registry_of,
+)
 from checkout import REPO, load
 
 f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters")
@@ -244,6 +249,12 @@ def test_filter_names() -> None:
         "docker_horovod_archive_problem",
         "docker_horovod_restart_victims",
         "docker_horovod_ca_places",
+        "docker_horovod_container_spec",
+        "docker_horovod_pip_plan",
+        "docker_horovod_cli_packages",
+        "docker_horovod_engine_unit",
+        "docker_horovod_nvidia_pending",
+        "docker_horovod_ca_pending",
     }
 
 
@@ -291,7 +302,7 @@ def test_the_registry_of_an_image_as_docker_reads_it(name, registry):
 
 def test_an_image_from_an_archive_needs_the_extra_ca_nowhere_on_the_host():
     places = ca_places("horovod/horovod:0.28.1", "/data1/artifacts/images/h.tar", 0, "https://nvidia.github.io/x")
-    assert places == {"host_store": False, "registry": "", "why": ""}
+    assert places == {"host_store": False, "registry": "", "why": "", "host_file": False, "registry_file": ""}
 
 
 def test_a_pull_from_docker_hub_needs_the_hosts_trust_store():
@@ -302,7 +313,13 @@ def test_a_pull_from_docker_hub_needs_the_hosts_trust_store():
 
 def test_a_pull_from_another_registry_uses_dockers_directory_of_it_only():
     places = ca_places("registry.example.org:5000/ml/horovod:1", "", 0, "https://nvidia.github.io/x")
-    assert places == {"host_store": False, "registry": "registry.example.org:5000", "why": ""}
+    assert places == {
+        "host_store": False,
+        "registry": "registry.example.org:5000",
+        "why": "",
+        "host_file": False,
+        "registry_file": "",
+    }
 
 
 def test_a_gpu_host_fetching_nvidias_repository_over_https_needs_the_trust_store():
@@ -310,3 +327,155 @@ def test_a_gpu_host_fetching_nvidias_repository_over_https_needs_the_trust_store
     # A mirror over plain http, or no GPU, needs nothing on the host.
     assert not ca_places("horovod/horovod:0.28.1", "/a.tar", 2, "http://mirror.example/x")["host_store"]
     assert not ca_places("horovod/horovod:0.28.1", "/a.tar", 0, "https://nvidia.github.io/x")["host_store"]
+
+
+def test_the_extra_ca_files_follow_the_places_only_when_a_bundle_is_given():
+    hub = ca_places("horovod/horovod:0.28.1", "", 0, "https://nvidia.github.io/x", "/etc/ssl/proxy.crt")
+    assert hub["host_file"] and hub["registry_file"] == ""
+    other = ca_places("registry.example.org:5000/ml/horovod:1", "", 0, "", "/etc/ssl/proxy.crt")
+    assert not other["host_file"]
+    assert other["registry_file"] == "/etc/docker/certs.d/registry.example.org:5000/multinode-horovod-extra-ca.crt"
+    # No bundle: nothing to place anywhere, whatever needs a trust store.
+    none = ca_places("registry.example.org:5000/ml/horovod:1", "", 2, "https://nvidia.github.io/x", "")
+    assert none["host_store"] and not none["host_file"] and none["registry_file"] == ""
+
+
+def test_the_registry_file_name_is_the_one_the_role_finds_stale_copies_by():
+    role_vars = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())
+    assert role_vars["__docker_horovod_ca_file_name"] == REGISTRY_CA_NAME
+    assert role_vars["__docker_horovod_host_ca"].endswith("/{{ __docker_horovod_ca_file_name }}")
+
+
+SPEC_OPTIONS = {
+    "share_root": "/data1",
+    "volumes": [],
+    "devices": [],
+    "capabilities": [],
+    "env": {},
+    "rdma": False,
+    "gpu_count": 0,
+}
+
+
+def test_the_container_mounts_the_share_rslave_and_the_roles_directories_read_only():
+    spec = f.container_spec(SPEC_OPTIONS)
+    assert spec == {
+        "volumes": [
+            "/data1:/data1:rw,rslave",
+            "/etc/multinode-horovod/sshd:/etc/multinode-horovod/sshd:ro",
+            "/etc/multinode-horovod/ssh:/root/.ssh:ro",
+            "/etc/multinode-horovod/container:/etc/multinode-horovod/container:ro",
+        ],
+        "devices": [],
+        "capabilities": [],
+        "ulimits": [],
+        "env": {},
+        "device_requests": [],
+    }
+
+
+def test_the_container_spec_adds_the_users_volumes_devices_and_string_environment():
+    spec = f.container_spec(
+        {
+            **SPEC_OPTIONS,
+            "volumes": [
+                {"source": "/scratch", "target": "/scratch"},
+                {"source": "/ds", "target": "/ds", "read_only": True},
+            ],
+            "devices": [{"path": "/dev/fuse"}],
+            "capabilities": ["SYS_PTRACE"],
+            "env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": 1, "FLAG": True},
+        }
+    )
+    assert spec["volumes"][4:] == ["/scratch:/scratch:rw", "/ds:/ds:ro"]
+    assert spec["devices"] == ["/dev/fuse:/dev/fuse:rwm"]
+    assert spec["capabilities"] == ["SYS_PTRACE"]
+    assert spec["env"] == {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "1", "FLAG": "True"}
+
+
+def test_rdma_and_gpus_in_the_container_spec():
+    spec = f.container_spec({**SPEC_OPTIONS, "rdma": True, "gpu_count": 8, "capabilities": ["IPC_LOCK", "NET_ADMIN"]})
+    assert spec["devices"] == ["/dev/infiniband:/dev/infiniband:rwm"]
+    assert spec["capabilities"] == ["IPC_LOCK", "NET_ADMIN"]  # once, in order
+    assert spec["ulimits"] == ["memlock:-1:-1"]
+    assert spec["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
+
+
+def test_the_container_specs_fixed_targets_are_the_reserved_ones():
+    targets = [volume.split(":")[1] for volume in f.container_spec(SPEC_OPTIONS)["volumes"][1:]]
+    assert targets == list(RESERVED_TARGETS)
+
+
+PIP_OPTIONS = {"python": "", "pip_index_url": "", "pip_wheel_dir": "", "extra_ca_bundle": ""}
+
+
+def test_pip_of_python3_or_python_by_default_from_the_default_index():
+    plan = f.pip_plan(PIP_OPTIONS)
+    assert plan["argv"][:2] == ["/bin/sh", "-c"] and "command -v python3 || command -v python" in plan["argv"][2]
+    assert plan["source_args"] == [] and plan["cert_env"] == {}
+
+
+def test_pip_of_the_given_python_from_a_wheel_directory_only():
+    plan = f.pip_plan({**PIP_OPTIONS, "python": "/opt/conda/bin/python", "pip_wheel_dir": "/data1/artifacts/wheels"})
+    assert plan["argv"] == ["/opt/conda/bin/python", "-m", "pip"]
+    assert plan["source_args"] == ["--find-links", "/data1/artifacts/wheels", "--no-index"]
+
+
+def test_pip_with_an_index_and_wheels_and_the_extra_ca():
+    plan = f.pip_plan(
+        {**PIP_OPTIONS, "pip_index_url": "https://pypi.example/simple", "pip_wheel_dir": "/w", "extra_ca_bundle": "/ca"}
+    )
+    assert plan["source_args"] == ["--index-url", "https://pypi.example/simple", "--find-links", "/w"]
+    role_vars = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())
+    own_dir = role_vars["__docker_horovod_own_dir"]
+    mounted = role_vars["__docker_horovod_container_ca"].replace("{{ __docker_horovod_own_dir }}", own_dir)
+    assert plan["cert_env"] == {"PIP_CERT": mounted}
+
+
+@pytest.mark.parametrize(
+    ("packages", "distribution", "major", "expected"),
+    [
+        (["docker.io"], "Debian", "13", ["docker-cli"]),
+        (["docker.io"], "Debian", "12", []),
+        (["docker-ce", "containerd.io"], "Debian", "13", []),
+        (["docker.io"], "Ubuntu", "24", []),
+        (["docker.io"], "Debian", "", []),
+    ],
+)
+def test_the_docker_cli_package_only_with_debian_13s_docker_io(packages, distribution, major, expected):
+    assert f.cli_packages(packages, distribution, major) == expected
+
+
+@pytest.mark.parametrize(
+    ("lines", "unit"),
+    [
+        (["812", "/usr/sbin/dockerd", "docker.service"], "docker.service"),
+        (["812", "/usr/bin/dockerd", "snap.docker.dockerd.service"], "snap.docker.dockerd.service"),
+        (["812", "/usr/local/bin/dockerd", "-"], "-"),
+        (["812", "/usr/local/bin/dockerd", ""], "docker.service"),
+        ([], "docker.service"),
+        (None, "docker.service"),
+    ],
+)
+def test_the_engine_unit_is_the_third_line(lines, unit):
+    assert f.engine_unit(lines) == unit
+
+
+def test_the_nvidia_runtime_is_pending_only_when_the_configuration_would_change():
+    merged = json.dumps({"live-restore": True, "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}})
+    assert not f.nvidia_pending(merged, json.dumps(json.loads(merged), indent=4))
+    assert f.nvidia_pending(merged, '{"live-restore": true}')
+    assert f.nvidia_pending(merged, "")
+    # No dry run possible (check mode before the toolkit is installed): assumed to change.
+    assert f.nvidia_pending(None, merged)
+    with pytest.raises(AnsibleFilterError, match="not JSON"):
+        f.nvidia_pending("oops", "{}")
+
+
+def test_the_host_ca_file_is_pending_when_it_differs_from_what_is_wanted():
+    sha = "0" * 40
+    assert f.ca_pending(True, {"exists": False}, sha)
+    assert f.ca_pending(True, {"exists": True, "checksum": "1" * 40}, sha)
+    assert not f.ca_pending(True, {"exists": True, "checksum": sha}, sha)
+    assert f.ca_pending(False, {"exists": True, "checksum": sha}, "")
+    assert not f.ca_pending(False, {"exists": False}, "")
