@@ -3,7 +3,7 @@
 """Filters of horovod_launch's command line: how many processes, and what horovodrun is given.
 
 Kept in Python so that they are unit-tested (tests/unit/test_horovod_launch_filters.py); the role's
-vars/main.yml only hands its variables to them. Their inputs have passed the role's input rules
+tasks hand its variables to them (vars/main.yml holds constants only). Their inputs have passed the role's input rules
 (plugins/module_utils/horovod_launch_rules.py) first, so they raise on what those rules refuse instead of
 explaining it.
 """
@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.multinode.horovod.plugins.filter.horovod_hosts import hosts_arg, rank_hosts
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import slot_count
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 
@@ -96,6 +98,80 @@ def horovodrun_argv(run: Mapping[str, Any]) -> list[str]:
     return argv + [str(arg) for arg in run["extra_args"]] + [str(arg) for arg in run["command"]]
 
 
+PLAN_KEYS = (
+    "hosts",
+    "np",
+    "min_np",
+    "max_np",
+    "elastic",
+    "elastic_cooldown",
+    "workdir",
+    "code_repo",
+    "code_dest",
+    "share_dir",
+    "command",
+    "example_args",
+    "env",
+    "controller",
+    "extra_args",
+    "image_ids",
+    "master",
+)
+
+
+def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the role's inputs decide before any host is read (PLAN_KEYS: the role's variables without
+    the ``horovod_launch_`` prefix, and ``master``, the master's inventory name).
+
+    ``{total_slots, np, min_np, max_np}`` (counts), the host of each rank (``rank_hosts``) and ``-H``
+    (``h``), the working directory (the given one, else the code checkout, else the share), the image IDs
+    the preflight compares with the master's (``other_image_ids``: every one but the master's own), and
+    what defines the run (``definition``) but for what only the hosts tell (its ``code`` and ``image``,
+    added when the run is named): the command (the bundled example as ``(bundled example)`` and its
+    arguments), -H, np, the environment's names (never its values, which may be secrets), the working
+    directory, the controller, the extra arguments, and for an elastic run its bounds and cooldown.
+    """
+    if not isinstance(inputs, Mapping):
+        raise AnsibleFilterError(f"horovod_launch_plan expects a mapping, got {type(inputs).__name__}")
+    missing = [key for key in PLAN_KEYS if key not in inputs]
+    if missing:
+        raise AnsibleFilterError(f"horovod_launch_plan: missing {', '.join(missing)}")
+    hosts = inputs["hosts"]
+    numbers = counts(hosts, inputs["np"], inputs["min_np"], inputs["max_np"])
+    np = numbers["np"]
+    if inputs["workdir"]:
+        workdir = str(inputs["workdir"])
+    else:
+        workdir = str(inputs["code_dest"] if inputs["code_repo"] else inputs["share_dir"])
+    command = list(inputs["command"] or []) or ["(bundled example)", *(inputs["example_args"] or [])]
+    h = hosts_arg(hosts, np=np)
+    definition: dict[str, Any] = {
+        "command": command,
+        "hosts": h,
+        "np": np,
+        "env_names": list((inputs["env"] or {}).keys()),
+        "workdir": workdir,
+        "controller": inputs["controller"],
+        "extra_args": list(inputs["extra_args"] or []),
+    }
+    # Only an elastic run's name depends on these: other runs keep the names they had.
+    if boolean(inputs["elastic"], strict=True):
+        definition["elastic"] = {
+            "min_np": numbers["min_np"],
+            "max_np": numbers["max_np"],
+            "cooldown": [int(value) for value in inputs["elastic_cooldown"]],
+        }
+    image_ids = inputs["image_ids"] or {}
+    return {
+        **numbers,
+        "rank_hosts": rank_hosts(hosts, np),
+        "h": h,
+        "workdir": workdir,
+        "other_image_ids": {name: value for name, value in image_ids.items() if name != inputs["master"]},
+        "definition": definition,
+    }
+
+
 class FilterModule:
     """multinode.horovod launch filters."""
 
@@ -103,4 +179,5 @@ class FilterModule:
         return {
             "horovod_launch_counts": counts,
             "horovodrun_argv": horovodrun_argv,
+            "horovod_launch_plan": plan,
         }

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.filter import horovod_launch as f
+from ansible_collections.multinode.horovod.plugins.filter import horovod_run
 
 PLUGIN = Path(f.__file__)
 HOSTS = [
@@ -135,3 +136,96 @@ def test_every_key_is_required():
             f.horovodrun_argv(run)
     with pytest.raises(AnsibleFilterError, match="expects a mapping"):
         f.horovodrun_argv(["horovodrun"])
+
+
+PLAN_INPUTS = {
+    "hosts": HOSTS,
+    "np": 0,
+    "min_np": 0,
+    "max_np": 0,
+    "elastic": False,
+    "elastic_cooldown": [10, 300],
+    "workdir": "",
+    "code_repo": "",
+    "code_dest": "/data1/artifacts/code",
+    "share_dir": "/data1/share",
+    "command": [],
+    "example_args": ["--epochs", "3"],
+    "env": {"NCCL_DEBUG": "INFO", "WANDB_API_KEY": "secret"},
+    "controller": "gloo",
+    "extra_args": [],
+    "image_ids": {"master": "sha256:aa", "w1": "sha256:aa"},
+    "master": "master",
+}
+
+
+def test_the_plan_of_a_run_from_the_inputs():
+    plan = f.plan(PLAN_INPUTS)
+    assert {key: plan[key] for key in ("total_slots", "np", "min_np", "max_np")} == {
+        "total_slots": 6,
+        "np": 6,
+        "min_np": 4,
+        "max_np": 6,
+    }
+    assert plan["h"] == "10.0.0.1:4,10.0.0.2:2"
+    assert plan["rank_hosts"] == ["master"] * 4 + ["w1"] * 2
+    assert plan["workdir"] == "/data1/share"
+    assert plan["other_image_ids"] == {"w1": "sha256:aa"}
+    # The environment's names only: its values may be secrets.
+    assert plan["definition"] == {
+        "command": ["(bundled example)", "--epochs", "3"],
+        "hosts": "10.0.0.1:4,10.0.0.2:2",
+        "np": 6,
+        "env_names": ["NCCL_DEBUG", "WANDB_API_KEY"],
+        "workdir": "/data1/share",
+        "controller": "gloo",
+        "extra_args": [],
+    }
+
+
+def test_the_working_directory_is_the_given_one_else_the_checkout_else_the_share():
+    assert f.plan({**PLAN_INPUTS, "code_repo": "/data1/src/train.git"})["workdir"] == "/data1/artifacts/code"
+    assert f.plan({**PLAN_INPUTS, "code_repo": "/r.git", "workdir": "/data1/share/w"})["workdir"] == "/data1/share/w"
+
+
+def test_a_given_command_and_np_in_the_plan():
+    plan = f.plan({**PLAN_INPUTS, "command": ["python3", "train.py"], "np": "3"})
+    assert plan["np"] == 3 and plan["rank_hosts"] == ["master"] * 3
+    assert plan["h"] == "10.0.0.1:3"
+    assert plan["definition"]["command"] == ["python3", "train.py"]
+
+
+def test_only_an_elastic_runs_definition_holds_its_bounds():
+    assert "elastic" not in f.plan({**PLAN_INPUTS, "elastic": "no"})["definition"]
+    plan = f.plan({**PLAN_INPUTS, "elastic": "true", "min_np": 2, "elastic_cooldown": ["5", 60]})
+    assert plan["definition"]["elastic"] == {"min_np": 2, "max_np": 6, "cooldown": [5, 60]}
+
+
+def test_the_run_name_is_the_one_the_role_made_before_the_plan():
+    # What vars/main.yml's __horovod_launch_definition gave for these inputs before it became this filter,
+    # completed as tasks/launch.yml completes it: an upgrade must find its runs again, not train twice.
+    run_id = horovod_run.run_id
+    before = {
+        "command": ["(bundled example)", "--epochs", "3"],
+        "code": "c0de",
+        "hosts": "10.0.0.1:4,10.0.0.2:2",
+        "np": 6,
+        "image": "sha256:aa",
+        "env_names": ["WANDB_API_KEY", "NCCL_DEBUG"],
+        "workdir": "/data1/share",
+        "controller": "gloo",
+        "extra_args": [],
+    }
+    now = {**f.plan(PLAN_INPUTS)["definition"], "code": "c0de", "image": "sha256:aa"}
+    assert run_id(now) == run_id(before)
+    elastic = {**f.plan({**PLAN_INPUTS, "elastic": True})["definition"], "code": "c0de", "image": "sha256:aa"}
+    assert run_id(elastic) == run_id({**before, "elastic": {"min_np": 4, "max_np": 6, "cooldown": [10, 300]}})
+    assert run_id(elastic) != run_id(now)
+
+
+def test_the_plan_needs_every_input():
+    for key in f.PLAN_KEYS:
+        with pytest.raises(AnsibleFilterError, match=f"missing {key}"):
+            f.plan({k: v for k, v in PLAN_INPUTS.items() if k != key})
+    with pytest.raises(AnsibleFilterError, match="expects a mapping"):
+        f.plan([])
