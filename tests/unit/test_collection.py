@@ -167,3 +167,49 @@ def test_every_filter_has_its_documentation_file(plugin):
         text = doc.read_text()
         for section in ("DOCUMENTATION:", "EXAMPLES:", "RETURN:", f"name: {name}"):
             assert section in text, f"{doc.name}: {section}"
+
+
+# --- vars/main.yml holds constants only ----------------------------------------------------------
+# Decisions live in unit-tested filters (plugins/filter/) called by the tasks; a role's vars/main.yml
+# names fixed values. A template there may only name a variable (of that file, the role's inputs, or a
+# fact the role's tasks set), maybe as a string, or read one of the role's files.
+_REFERENCE = re.compile(r"\s*[A-Za-z_]\w*(\s*\|\s*string)?\s*")
+_FILE_LOOKUP = re.compile(r"\s*lookup\('ansible\.builtin\.file', '[\w.-]+'\)\s*")
+
+
+def computed_values(values: object, where: str = "") -> list[str]:
+    """The entries of a vars file that compute something (a filter, a test, a condition, a loop)."""
+    if isinstance(values, dict):
+        return [problem for key, value in values.items() for problem in computed_values(value, f"{where}{key}.")]
+    if isinstance(values, list):
+        return [problem for i, value in enumerate(values) for problem in computed_values(value, f"{where}{i}.")]
+    text = str(values)
+    bad = ["{%"] if "{%" in text else []
+    bad += [
+        e for e in re.findall(r"{{(.*?)}}", text, re.S) if not (_REFERENCE.fullmatch(e) or _FILE_LOOKUP.fullmatch(e))
+    ]
+    return [f"{where.rstrip('.')}: {item.strip()}" for item in bad]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_vars_main_holds_constants_only(role):
+    path = REPO / "roles" / role / "vars" / "main.yml"
+    values = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    assert computed_values(values or {}) == []
+
+
+def test_a_computed_value_in_vars_main_is_found():
+    values = {
+        "__x_dir": "/etc/x",
+        "__x_file": "{{ __x_dir }}/f",
+        "__x_port": ["-p", "{{ x_port | string }}"],
+        "__x_code": "{{ lookup('ansible.builtin.file', 'helper.py') }}",
+        "__x_np": "{{ x_hosts | length }}",
+        "__x_env": {"line": "{% for k in x_env %}{{ k }}{% endfor %}"},
+        "__x_when": "{{ 'a' if x_flag else 'b' }}",
+    }
+    assert computed_values(values) == [
+        "__x_np: x_hosts | length",
+        "__x_env.line: {%",
+        "__x_when: 'a' if x_flag else 'b'",
+    ]
