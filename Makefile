@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-elastic lab-down bench bench-gate clean
+.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -108,8 +108,8 @@ lab-elastic: venv ## An elastic run on the lab (make lab first): a worker's cont
 bench: venv ## The benchmark playbook on the lab (make lab first): link, allreduce, scaling; prints the report
 	$(PYTHON) tools/lab.py bench
 
-bench-gate: venv ## Time the inventory gate on generated inventories of 1 to 64 nodes (no host is contacted)
-	$(BIN)/python tools/bench_gate.py
+bench-controller: venv ## Time the site's controller-side work (gate, host lists, ssh pin set) on 1 to 64 generated nodes (no host is contacted)
+	$(BIN)/python tools/bench_controller.py
 
 lab-down: ## Remove everything `make lab` created (machines, volumes, network, lab key and share)
 	$(PYTHON) tools/lab.py down

@@ -460,7 +460,10 @@ def test_vars_main_holds_constants_only():
 ROLE_TASKS = {
     "assert.yml": ["Name the nodes and those that hold a key"],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
-    "main.yml": ["Decide which keys to authorise, which to remove, and from where"],
+    "main.yml": [
+        "Collect the key nodes' public keys",
+        "Decide which keys to authorise, which to remove, and from where",
+    ],
     "verify.yml": ["Read every node's row of the ssh matrix", "Print the ssh matrix"],
 }
 FACTS = (

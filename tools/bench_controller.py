@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The site's controller-side work on generated clusters of 1 to 64 nodes, without contacting a host.
+
+Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
+
+- gate: `site.yml --tags validate --skip-tags probe` on an inventory of one master and N-1 workers on
+  TEST-NET addresses nothing answers (the whole inventory validated on the controller);
+- host lists: the site's node list (cluster_nodes over hostvars), the launch role's plan (counts, -H,
+  the host of each rank) and hostfile, templated as the plays do, on the master;
+- ssh pin set: ssh_trust's own decision tasks (read from the role: the key nodes, the changed host
+  keys, the keys to authorise and remove, the from= list) and its known_hosts template, on every node,
+  with facts that stand for what the role reads on the hosts (one host key per node, all pinned);
+- baseline: the same play with as many empty tasks, Ansible's own cost per host and task (it starts a
+  worker for every host and task, even a set_fact), to tell the pin set's own work from it.
+
+The N nodes of the last two are inventory names with `ansible_connection: local`: the tasks are
+controller-side (set_fact, templates), so nothing connects anywhere. Printed, not asserted: the time per
+size, the time per node added, and how the last step's per-node cost compares with the first's
+(about 1 when the work grows linearly; a quadratic part makes it grow with the size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SSH_TRUST = REPO / "roles" / "ssh_trust"
+# The port in the pins: any (nothing listens), only the known_hosts lines carry it.
+PORT = 2222
+# The role's decision tasks, by file and name, as tests/unit/test_ssh_trust_filters.py runs them.
+SSH_TRUST_TASKS = {
+    "assert.yml": ["Name the nodes and those that hold a key"],
+    "pins.yml": ["Find nodes whose host key differs from the pinned one"],
+    "main.yml": [
+        "Collect the key nodes' public keys",
+        "Decide which keys to authorise, which to remove, and from where",
+    ],
+}
+
+
+def names(nodes: int) -> list[str]:
+    return [f"gpu{i:03d}" for i in range(nodes)]
+
+
+def address(i: int) -> str:
+    return f"198.18.{i // 250}.{i % 250 + 1}"
+
+
+def gate_inventory(nodes: int, path: Path) -> Path:
+    hosts = {name: {"ansible_host": address(i), "horovod_slots": 8} for i, name in enumerate(names(nodes))}
+    master = next(iter(hosts))
+    data = {
+        "all": {
+            "children": {
+                "horovod_cluster": {
+                    "vars": {"ansible_user": "root", "horovod_network_interfaces": ["ib0"]},
+                    "children": {
+                        "horovod_master": {"hosts": {master: hosts.pop(master)}},
+                        "horovod_workers": {"hosts": hosts},
+                    },
+                }
+            }
+        }
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def local_inventory(nodes: int, path: Path) -> Path:
+    """The same cluster, each node a local connection (nothing is contacted)."""
+    hosts = {
+        name: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "node_address": address(i)}
+        for i, name in enumerate(names(nodes))
+    }
+    master = names(nodes)[0]
+    data = {
+        "all": {
+            "children": {
+                "horovod_cluster": {
+                    "vars": {"horovod_slots": 8},
+                    "children": {
+                        "horovod_master": {"hosts": {master: hosts.pop(master)}},
+                        "horovod_workers": {"hosts": hosts},
+                    },
+                }
+            }
+        }
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def host_lists_play() -> list[dict[str, Any]]:
+    """The site's node list, the launch plan and the hostfile, templated on the master."""
+    return [
+        {
+            "name": "The site's host lists",
+            "hosts": "horovod_master",
+            "gather_facts": False,
+            "vars": {
+                "__nodes": (
+                    "{{ (groups['horovod_master'] + groups['horovod_workers'])"
+                    " | multinode.horovod.cluster_nodes(hostvars) }}"
+                ),
+            },
+            "tasks": [
+                {
+                    "name": "Template the node list, the launch plan and the hostfile",
+                    "ansible.builtin.set_fact": {
+                        "__plan": (
+                            "{{ {'hosts': __nodes, 'np': 0, 'min_np': 0, 'max_np': 0, 'elastic': false,"
+                            " 'elastic_cooldown': [10, 300], 'workdir': '', 'code_repo': '', 'code_dest': '',"
+                            " 'share_dir': '/srv/share', 'command': [], 'example_args': [], 'env': {},"
+                            " 'controller': 'gloo', 'extra_args': [], 'image_ids': {},"
+                            " 'master': inventory_hostname} | multinode.horovod.horovod_launch_plan }}"
+                        ),
+                        "__hostfile": "{{ __nodes | multinode.horovod.horovod_hostfile }}",
+                    },
+                },
+                {
+                    "name": "Check the lists hold every node",
+                    "ansible.builtin.assert": {
+                        "that": [
+                            "__plan.rank_hosts | unique | length == groups['horovod_cluster'] | length",
+                            "__hostfile.splitlines() | length == groups['horovod_cluster'] | length",
+                        ],
+                        "quiet": True,
+                    },
+                },
+            ],
+        }
+    ]
+
+
+def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
+    """ssh_trust's decision tasks on every node, with what the role would have read from the hosts."""
+    role_tasks = []
+    for path, wanted in SSH_TRUST_TASKS.items():
+        tasks = yaml.safe_load((SSH_TRUST / "tasks" / path).read_text())
+        role_tasks += [next(task for task in tasks if task["name"] == name) for name in wanted]
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{}"
+    facts = {
+        "name": "Stand for what the role reads on the hosts: one host key per node, every node pinned",
+        "ansible.builtin.set_fact": {
+            "__ssh_trust_host_keys": [key.format("host-{{ inventory_hostname }}")],
+            "__ssh_trust_pinned_lines": (
+                "{{ ssh_trust_nodes | map(attribute='name') | map('regex_replace', '^(.*)$',"
+                f" '[\\\\1]:{PORT} {key.format('host-')}\\\\1') | list }}}}"
+            ),
+            "__ssh_trust_authorized_lines": [],
+            "__ssh_trust_keypair": {"changed": False, "public_key": key.format("client-{{ inventory_hostname }}")},
+            "__ssh_trust_resolved": {"results": []},
+        },
+    }
+    render = {
+        "name": "Render the pinned known_hosts",
+        "ansible.builtin.set_fact": {
+            "__known_hosts": "{{ lookup('ansible.builtin.template', '%s') }}" % (SSH_TRUST / "templates/known_hosts.j2")
+        },
+    }
+    check = {
+        "name": "Check the pin set holds every node and nothing changed",
+        "ansible.builtin.assert": {
+            "that": [
+                "__ssh_trust_changed | length == 0",
+                f"__known_hosts.splitlines() | select('match', '^[^#]') | list | length == {nodes}",
+            ],
+            "quiet": True,
+        },
+    }
+    return [
+        {
+            "name": "ssh_trust's decisions",
+            "hosts": "horovod_cluster",
+            "gather_facts": False,
+            "vars": {
+                "ssh_trust_nodes": [{"name": name, "address": address(i)} for i, name in enumerate(names(nodes))],
+                "ssh_trust_master": names(nodes)[0],
+                "ssh_trust_mesh": False,
+                "ssh_trust_port": PORT,
+                "ssh_trust_replace_host_keys": [],
+            },
+            "vars_files": [str(SSH_TRUST / "vars" / "main.yml")],
+            "tasks": [facts, *role_tasks, render, check],
+        }
+    ]
+
+
+def baseline_play(nodes: int) -> list[dict[str, Any]]:
+    """The pin set's play with its tasks replaced by as many empty ones: Ansible's own cost per host and
+    task (a worker per host and task, even for set_fact), which the pin set's own work comes on top of."""
+    play = ssh_trust_play(nodes)[0]
+    count = len(play["tasks"])
+    return [
+        {
+            **play,
+            "name": "Ansible's own cost of the pin set's play",
+            "tasks": [{"name": f"Empty task {i}", "ansible.builtin.set_fact": {"__empty": i}} for i in range(count)],
+        }
+    ]
+
+
+def timed(argv: list[str]) -> float:
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"))
+    start = time.monotonic()
+    res = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    took = time.monotonic() - start
+    if res.returncode != 0:
+        raise SystemExit(f"bench_controller: {' '.join(argv)} failed:\n{res.stdout[-4000:]}\n{res.stderr[-2000:]}")
+    return took
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,8,16,32,64", help="node counts, comma-separated, ascending")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size and part; the fastest counts")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    parts = ("gate", "host lists", "ssh pin set", "baseline")
+    results: dict[str, list[tuple[int, float]]] = {part: [] for part in parts}
+    with tempfile.TemporaryDirectory(prefix="mnh-bench-controller-") as tmp_dir:
+        tmp = Path(tmp_dir)
+        for size in sizes:
+            gate_inv = gate_inventory(size, tmp / f"gate-{size}.yml")
+            local_inv = local_inventory(size, tmp / f"local-{size}.yml")
+            (tmp / f"lists-{size}.yml").write_text(yaml.safe_dump(host_lists_play(), sort_keys=False))
+            (tmp / f"ssh-{size}.yml").write_text(yaml.safe_dump(ssh_trust_play(size), sort_keys=False))
+            (tmp / f"base-{size}.yml").write_text(yaml.safe_dump(baseline_play(size), sort_keys=False))
+            runs = {
+                "gate": [
+                    "ansible-playbook", "site.yml", "-i", str(gate_inv), "--tags", "validate", "--skip-tags", "probe",
+                ],
+                "host lists": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"lists-{size}.yml")],
+                "ssh pin set": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"ssh-{size}.yml")],
+                "baseline": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"base-{size}.yml")],
+            }  # fmt: skip
+            line = []
+            for part in parts:
+                best = min(timed(runs[part]) for _ in range(args.repeat))
+                results[part].append((size, best))
+                line.append(f"{part} {best:5.2f}s")
+            print(f"[bench-controller] {size:3d} nodes: " + ", ".join(line), flush=True)
+    print(
+        f"controller-side work of the site (ansible-playbook, best of {args.repeat}; {os.cpu_count()} cores; "
+        "no host contacted)"
+    )
+    for part in parts:
+        rows = results[part]
+        print(f"  {part}:")
+        base_size, base_time = rows[0]
+        for size, took in rows:
+            per_node = (took - base_time) / (size - base_size) if size > base_size else 0.0
+            print(f"    {size:3d} nodes  {took:5.2f}s  (+{took - base_time:5.2f}s, {per_node * 1000:5.1f} ms/node)")
+        if len(rows) >= 3:
+            (s0, t0), (s1, t1) = rows[0], rows[1]
+            (s2, t2), (s3, t3) = rows[-2], rows[-1]
+            first, last = (t1 - t0) / (s1 - s0), (t3 - t2) / (s3 - s2)
+            ratio = last / first if first > 0 else float("inf")
+            print(
+                f"    per node: {first * 1000:.1f} ms from {s0} to {s1} nodes, {last * 1000:.1f} ms from {s2} to {s3}"
+                f" (x{ratio:.1f}; about 1 is linear)"
+            )
+    pins = dict(results["ssh pin set"])
+    base = dict(results["baseline"])
+    print("  the pin set's own work (ssh pin set minus baseline, the same play with empty tasks):")
+    for size in sizes:
+        print(f"    {size:3d} nodes  {pins[size] - base[size]:5.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
