@@ -14,7 +14,8 @@ tests/unit/test_cluster_filters.py and, through ansible-playbook, tests/unit/tes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
@@ -22,6 +23,9 @@ from ansible_collections.multinode.horovod.plugins.module_utils import gate
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive
 
 HEADER = "Fix the inventory first (nothing was changed):"
+# An image ID as `docker container inspect --format {{.Image}}` prints it.
+IMAGE_ID_RE = re.compile(r"^sha256:[0-9a-f]+$")
+IPV4_RE = re.compile(r"^[0-9.]+$")
 
 
 def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -86,12 +90,45 @@ def read_only_mount_options(options: Sequence[str]) -> list[str]:
     return gate.read_only_mount_options(options)
 
 
+def cluster_image_ids(nodes: Sequence[Mapping[str, Any]], hostvars: Mapping[str, Any], fact: str) -> dict[str, str]:
+    """``{node: image ID of its container}`` from what each node registered as `fact`
+    (playbooks/container_images.yml: ``docker container inspect``). A node it did not reach, one
+    without the container, or an answer that is not an image ID is left out: the launch preflight
+    compares the IDs it gets and names the nodes it lacks."""
+    out = {}
+    for node in nodes:
+        name = str(node["name"])
+        read = (hostvars.get(name) or {}).get(fact) or {}
+        image = str(read.get("stdout") or "").strip() if read.get("rc", 1) == 0 else ""
+        if IMAGE_ID_RE.match(image):
+            out[name] = image
+    return out
+
+
+def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """``{node: [IPv4 addresses]}``: a node given by an IPv4 address is that address; a node given by a
+    name is what the name resolved to (the ``results`` of an ansible.builtin.getent ahostsv4 loop over
+    the names), without loopback (sshd cannot listen there for the other nodes)."""
+    found: dict[str, list[str]] = {}
+    for result in resolved or []:
+        facts = (result.get("ansible_facts") or {}).get("getent_ahostsv4") or {}
+        found[str(result.get("item"))] = [str(ip) for ip in facts if not str(ip).startswith("127.")]
+    return {
+        str(node["name"]): [str(node["address"])]
+        if IPV4_RE.match(str(node["address"]))
+        else found.get(str(node["address"]), [])
+        for node in nodes
+    }
+
+
 class FilterModule:
     """Inventory contract filters."""
 
     def filters(self) -> dict[str, Any]:
         return {
             "cluster_gate": cluster_gate,
+            "cluster_image_ids": cluster_image_ids,
+            "cluster_node_ips": cluster_node_ips,
             "cluster_nodes": cluster_nodes,
             "cluster_probe_sections": cluster_probe_sections,
             "cluster_problems": cluster_problems,

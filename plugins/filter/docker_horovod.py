@@ -264,6 +264,20 @@ def ca_pending(wanted: bool, stat: Mapping[str, Any], bundle_sha1: str) -> bool:
     return exists
 
 
+def other_engines(lines: Iterable[str], engine_packages: Iterable[str]) -> list[str]:
+    """The Docker engines installed here that the role would not install: from lines "PATH PACKAGE" (a
+    dockerd executable and the Debian package that owns it, empty when none does), those whose package
+    is not one of docker_horovod_engine_packages, as "PATH (package P)" or "PATH (no Debian package)"."""
+    ours = set(engine_packages or [])
+    out = []
+    for line in lines or []:
+        path, _, package = str(line).partition(" ")
+        package = package.strip()
+        if package not in ours:
+            out.append(f"{path} ({'package ' + package if package else 'no Debian package'})")
+    return out
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -287,4 +301,5 @@ class FilterModule:
             "docker_horovod_engine_unit": engine_unit,
             "docker_horovod_nvidia_pending": nvidia_pending,
             "docker_horovod_ca_pending": ca_pending,
+            "docker_horovod_other_engines": other_engines,
         }

@@ -358,3 +358,31 @@ def test_probe_sections_split_one_command_into_its_programs():
         "ss": f"{ss}\n",
     }
     assert cluster.cluster_probe_sections("") == {}
+
+
+def test_image_ids_of_the_nodes_that_answered_with_one():
+    nodes = [{"name": n} for n in ("m", "w1", "w2", "w3", "w4")]
+    hostvars = {
+        "m": {"reg": {"rc": 0, "stdout": "sha256:abc123\n"}},
+        "w1": {"reg": {"rc": 0, "stdout": "sha256:abc123"}},
+        "w2": {"reg": {"rc": 1, "stdout": "", "stderr": "No such container: horovod"}},
+        "w3": {},
+        "w4": {"reg": {"rc": 0, "stdout": "Template parsing error"}},
+    }
+    assert cluster.cluster_image_ids(nodes, hostvars, "reg") == {"m": "sha256:abc123", "w1": "sha256:abc123"}
+
+
+def test_node_ips_by_address_or_resolved_name_without_loopback():
+    nodes = [
+        {"name": "a", "address": "10.0.0.1"},
+        {"name": "b", "address": "node-b"},
+        {"name": "c", "address": "node-c"},
+        {"name": "d", "address": "node-d"},
+    ]
+    resolved = [
+        {"item": "node-b", "ansible_facts": {"getent_ahostsv4": {"10.0.0.2": ["STREAM", "node-b"], "127.0.1.1": []}}},
+        {"item": "node-c", "ansible_facts": {"getent_ahostsv4": {"127.0.1.1": ["STREAM", "node-c"]}}},
+        {"item": "node-d", "failed": True, "msg": "One or more supplied key could not be found in the database."},
+    ]
+    assert cluster.cluster_node_ips(nodes, resolved) == {"a": ["10.0.0.1"], "b": ["10.0.0.2"], "c": [], "d": []}
+    assert cluster.cluster_node_ips(nodes[:1], []) == {"a": ["10.0.0.1"]}

@@ -213,3 +213,9 @@ def test_a_computed_value_in_vars_main_is_found():
         "__x_env.line: {%",
         "__x_when: 'a' if x_flag else 'b'",
     ]
+
+
+def test_the_playbooks_vars_run_no_jinja_programs():
+    # Loops and assignments belong in filters (plugins/filter/cluster.py: cluster_image_ids...).
+    for path in sorted((REPO / "playbooks" / "vars").glob("*.yml")):
+        assert "{%" not in path.read_text(), path.name

@@ -255,6 +255,7 @@ def test_filter_names() -> None:
         "docker_horovod_engine_unit",
         "docker_horovod_nvidia_pending",
         "docker_horovod_ca_pending",
+        "docker_horovod_other_engines",
     }
 
 
@@ -479,3 +480,18 @@ def test_the_host_ca_file_is_pending_when_it_differs_from_what_is_wanted():
     assert not f.ca_pending(True, {"exists": True, "checksum": sha}, sha)
     assert f.ca_pending(False, {"exists": True, "checksum": sha}, "")
     assert not f.ca_pending(False, {"exists": False}, "")
+
+
+def test_other_engines_are_those_of_other_packages_or_none():
+    lines = [
+        "/usr/bin/dockerd docker.io",
+        "/usr/bin/dockerd docker-ce",
+        "/usr/local/bin/dockerd ",
+        "/usr/sbin/dockerd",
+    ]
+    assert f.other_engines(lines, ["docker.io", "containerd"]) == [
+        "/usr/bin/dockerd (package docker-ce)",
+        "/usr/local/bin/dockerd (no Debian package)",
+        "/usr/sbin/dockerd (no Debian package)",
+    ]
+    assert f.other_engines([], ["docker.io"]) == []
