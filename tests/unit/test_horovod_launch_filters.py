@@ -203,7 +203,7 @@ def test_only_an_elastic_runs_definition_holds_its_bounds():
 
 def test_the_run_name_is_the_one_the_role_made_before_the_plan():
     # What vars/main.yml's __horovod_launch_definition gave for these inputs before it became this filter,
-    # completed as tasks/launch.yml completes it: an upgrade must find its runs again, not train twice.
+    # completed as tasks/run.yml completes it: an upgrade must find its runs again, not train twice.
     run_id = horovod_run.run_id
     before = {
         "command": ["(bundled example)", "--epochs", "3"],
