@@ -278,6 +278,26 @@ def other_engines(lines: Iterable[str], engine_packages: Iterable[str]) -> list[
     return out
 
 
+def host_read(text: str) -> dict[str, Any]:
+    """What the role's one read of the host printed (vars/main.yml, __docker_horovod_read_script), as
+    ``{paths: {path: "dir" | "file" | "other"}, host_ca: {exists, checksum}, registry_cas: [path]}``: the
+    kind of each path that exists (a missing path is absent), the sha1 of the role's file in the host's
+    trust store (the shape of ansible.builtin.stat's result), and the role's CA files in Docker's
+    directories of registries."""
+    paths: dict[str, str] = {}
+    host_ca: dict[str, Any] = {"exists": False, "checksum": ""}
+    registry_cas: list[str] = []
+    for line in (text or "").splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind in ("dir", "file", "other") and rest:
+            paths[rest] = kind
+        elif kind == "host-ca" and rest:
+            host_ca = {"exists": True, "checksum": rest.strip()}
+        elif kind == "registry-ca" and rest:
+            registry_cas.append(rest)
+    return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas}
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -302,4 +322,5 @@ class FilterModule:
             "docker_horovod_nvidia_pending": nvidia_pending,
             "docker_horovod_ca_pending": ca_pending,
             "docker_horovod_other_engines": other_engines,
+            "docker_horovod_host_read": host_read,
         }

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 
 import pytest
 import yaml
@@ -256,6 +258,7 @@ def test_filter_names() -> None:
         "docker_horovod_nvidia_pending",
         "docker_horovod_ca_pending",
         "docker_horovod_other_engines",
+        "docker_horovod_host_read",
     }
 
 
@@ -495,3 +498,45 @@ def test_other_engines_are_those_of_other_packages_or_none():
         "/usr/sbin/dockerd (no Debian package)",
     ]
     assert f.other_engines([], ["docker.io"]) == []
+
+
+def test_host_read_parses_the_kinds_the_host_ca_and_the_registry_files():
+    text = (
+        "dir /etc/multinode-horovod\nfile /srv/images/h.tar\nother /dev/weird\ndir /srv/my share\n"
+        "host-ca " + "a" * 40 + "\nregistry-ca /etc/docker/certs.d/r.example:5000/multinode-horovod-extra-ca.crt\n"
+    )
+    read = f.host_read(text)
+    assert read["paths"] == {
+        "/etc/multinode-horovod": "dir",
+        "/srv/images/h.tar": "file",
+        "/dev/weird": "other",
+        "/srv/my share": "dir",
+    }
+    assert read["host_ca"] == {"exists": True, "checksum": "a" * 40}
+    assert read["registry_cas"] == ["/etc/docker/certs.d/r.example:5000/multinode-horovod-extra-ca.crt"]
+    assert f.host_read("") == {"paths": {}, "host_ca": {"exists": False, "checksum": ""}, "registry_cas": []}
+
+
+def test_the_roles_read_script_reports_what_exists(tmp_path):
+    # The script as the role has it, run here on a tree of its own (the find under /etc/docker finds
+    # nothing of the role's on this machine, or what it finds is only printed as registry-ca lines).
+    script = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())["__docker_horovod_read_script"]
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "ca.crt").write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    paths = [str(tmp_path / name) for name in ("dir", "file", "dangling", "missing", "dir with space")]
+    (tmp_path / "dir with space").mkdir()
+    out = subprocess.run(
+        ["sh", "-c", script, "read", str(tmp_path / "ca.crt"), "no-such-ca-file-name", *paths],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    read = f.host_read(out)
+    assert read["paths"] == {paths[0]: "dir", paths[1]: "file", paths[2]: "other", paths[4]: "dir"}
+    assert read["host_ca"] == {"exists": True, "checksum": hashlib.sha1(b"-----BEGIN CERTIFICATE-----\n").hexdigest()}
+    assert read["registry_cas"] == []
+    out = subprocess.run(
+        ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert f.host_read(out)["host_ca"] == {"exists": False, "checksum": ""}
