@@ -75,6 +75,19 @@ def _type_blob(key: str) -> str:
 # --- tasks/read.yml ------------------------------------------------------------------------------
 
 
+def listed_files(listing: str) -> list[dict[str, str]]:
+    """The files tasks/read.yml's one command printed, as its slurp loop would have returned them
+    (``[{source, content}]``, content in base64): each file is a line ``@@ PATH`` and a line of its
+    content in base64 (empty for an empty file)."""
+    files = []
+    lines = (listing or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@@ "):
+            content = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("@@ ") else ""
+            files.append({"source": line[3:], "content": content.strip()})
+    return files
+
+
 def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, list[str]]:
     """What tasks/read.yml keeps of the files it slurped (the ``results`` of its slurp loop).
 
@@ -305,6 +318,7 @@ class FilterModule:
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {
             "ssh_trust_read_files": read_files,
+            "ssh_trust_listed_files": listed_files,
             "ssh_trust_host_names": host_names,
             "ssh_trust_unresolved": unresolved,
             "ssh_trust_key_nodes": key_nodes,

@@ -424,6 +424,7 @@ def test_the_filters_are_registered():
         f"ssh_trust_{name}"
         for name in (
             "read_files",
+            "listed_files",
             "host_names",
             "unresolved",
             "key_nodes",
@@ -578,3 +579,44 @@ def test_the_roles_tasks_decide_as_the_jinja_did(case, tmp_path):
             for key in inp["hostvars"][node["name"]]["__ssh_trust_host_keys"]
         ]
         assert [line for line in got["known_hosts"].splitlines() if line and not line.startswith("#")] == pinned
+
+
+def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
+    # The command of tasks/read.yml, run here on a tree of its own, through the same two filters.
+    task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
+                if t["name"] == "Read the host public keys and this role's files")  # fmt: skip
+    argv = task["ansible.builtin.command"]["argv"]
+    host_dir, ssh_dir = tmp_path / "sshd", tmp_path / "ssh"
+    host_dir.mkdir()
+    ssh_dir.mkdir()
+    (host_dir / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAAC3Nza root@node (comment)\n")
+    (host_dir / "ssh_host_rsa_key.pub").write_text("ssh-rsa AAAAB3Nza root@node\n")
+    (host_dir / "ssh_host_rsa_key").write_text("PRIVATE, never read\n")
+    (ssh_dir / "known_hosts").write_text("# pinned\n[a]:12345 ssh-ed25519 AAAAC3Nza\n\n")
+    (ssh_dir / "authorized_keys").write_text("")
+    out = subprocess.run([*argv[:4], str(host_dir), str(ssh_dir)], capture_output=True, text=True, check=True).stdout
+    listed = f.listed_files(out)
+    assert sorted(item["source"] for item in listed) == sorted(
+        [str(host_dir / "ssh_host_ed25519_key.pub"), str(host_dir / "ssh_host_rsa_key.pub"),
+         str(ssh_dir / "known_hosts"), str(ssh_dir / "authorized_keys")]
+    )  # fmt: skip
+    kept = f.read_files(listed, str(ssh_dir))
+    assert kept == {
+        "host_keys": ["ssh-ed25519 AAAAC3Nza", "ssh-rsa AAAAB3Nza"],
+        "pinned_lines": ["[a]:12345 ssh-ed25519 AAAAC3Nza"],
+        "authorized_lines": [],
+    }
+    # Nothing there yet (a new node): nothing listed.
+    empty = tmp_path / "none"
+    out = subprocess.run([*argv[:4], str(empty), str(empty)], capture_output=True, text=True, check=True).stdout
+    assert f.listed_files(out) == []
+
+
+def test_listed_files_reads_empty_files_and_ignores_other_lines():
+    text = "@@ /a\nYWJj\n@@ /empty\n\n@@ /last\n"
+    assert f.listed_files(text) == [
+        {"source": "/a", "content": "YWJj"},
+        {"source": "/empty", "content": ""},
+        {"source": "/last", "content": ""},
+    ]
+    assert base64.b64decode(f.listed_files(text)[0]["content"]) == b"abc"
