@@ -57,14 +57,14 @@ def address(i: int) -> str:
     return f"198.18.{i // 250}.{i % 250 + 1}"
 
 
-def gate_inventory(nodes: int, path: Path) -> Path:
-    hosts = {name: {"ansible_host": address(i), "horovod_slots": 8} for i, name in enumerate(names(nodes))}
+def write_inventory(hosts: dict[str, dict[str, Any]], group_vars: dict[str, Any], path: Path) -> Path:
+    """One master (the first host) and the others as workers, in the site's groups."""
     master = next(iter(hosts))
     data = {
         "all": {
             "children": {
                 "horovod_cluster": {
-                    "vars": {"ansible_user": "root", "horovod_network_interfaces": ["ib0"]},
+                    "vars": group_vars,
                     "children": {
                         "horovod_master": {"hosts": {master: hosts.pop(master)}},
                         "horovod_workers": {"hosts": hosts},
@@ -75,6 +75,12 @@ def gate_inventory(nodes: int, path: Path) -> Path:
     }
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def gate_inventory(nodes: int, path: Path) -> Path:
+    """A cluster on TEST-NET addresses nothing answers, for the gate."""
+    hosts = {name: {"ansible_host": address(i), "horovod_slots": 8} for i, name in enumerate(names(nodes))}
+    return write_inventory(hosts, {"ansible_user": "root", "horovod_network_interfaces": ["ib0"]}, path)
 
 
 def local_inventory(nodes: int, path: Path) -> Path:
@@ -83,22 +89,7 @@ def local_inventory(nodes: int, path: Path) -> Path:
         name: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "node_address": address(i)}
         for i, name in enumerate(names(nodes))
     }
-    master = names(nodes)[0]
-    data = {
-        "all": {
-            "children": {
-                "horovod_cluster": {
-                    "vars": {"horovod_slots": 8},
-                    "children": {
-                        "horovod_master": {"hosts": {master: hosts.pop(master)}},
-                        "horovod_workers": {"hosts": hosts},
-                    },
-                }
-            }
-        }
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_inventory(hosts, {"horovod_slots": 8}, path)
 
 
 def host_lists_play() -> list[dict[str, Any]]:
