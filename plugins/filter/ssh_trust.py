@@ -186,7 +186,11 @@ def stale_keys(authorized_lines: Iterable[str], wanted: Sequence[str], marker: s
 def keyless(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
     """The nodes without a container host key to pin: those on which tasks/read.yml found none, and
     those this run left out (--limit) that no node of the run has pinned (see known_keys)."""
-    return [name for name, keys in known_keys(hostvars, nodes).items() if not keys]
+    return _keyless(known_keys(hostvars, nodes))
+
+
+def _keyless(known: Mapping[str, Sequence[str]]) -> list[str]:
+    return [name for name, keys in known.items() if not keys]
 
 
 # --- known_hosts ---------------------------------------------------------------------------------
@@ -213,8 +217,10 @@ def known_keys(hostvars: Mapping[str, Any], nodes: Nodes) -> dict[str, list[str]
     node in this run, or, for a node this run left out (``--limit``, adding a worker while the others
     train), the keys the nodes of the run pin for it already, so that a run on some nodes keeps the
     others' pins as they are. A node left out that nobody pins has none (keyless names it)."""
-    names = [str(node["name"]) for node in nodes]
-    pinned = all_pinned(hostvars, names)
+    return _known_keys(hostvars, nodes, all_pinned(hostvars, [str(node["name"]) for node in nodes]))
+
+
+def _known_keys(hostvars: Mapping[str, Any], nodes: Nodes, pinned: Sequence[str]) -> dict[str, list[str]]:
     return {
         str(node["name"]): list(_fact(hostvars, str(node["name"]), HOST_KEYS))
         if _read(hostvars, str(node["name"]))
@@ -247,8 +253,10 @@ def changed(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
     """The names of the nodes whose host keys (read on each) differ from those pinned in any node's
     known_hosts (see key_changed), in the order of `nodes`. A node this run left out (--limit) was not
     read: its pins stay as they are."""
-    names = [str(node["name"]) for node in nodes]
-    pinned_lines = all_pinned(hostvars, names)
+    return _changed(hostvars, nodes, all_pinned(hostvars, [str(node["name"]) for node in nodes]))
+
+
+def _changed(hostvars: Mapping[str, Any], nodes: Nodes, pinned_lines: Sequence[str]) -> list[str]:
     return [
         str(node["name"])
         for node in nodes
@@ -258,6 +266,30 @@ def changed(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
             _fact(hostvars, str(node["name"]), HOST_KEYS),
         )
     ]
+
+
+def known_hosts(nodes: Nodes, known: Mapping[str, Sequence[str]], port: Any) -> list[str]:
+    """The lines of the containers' known_hosts (templates/known_hosts.j2): for each node in order, one
+    line per key known_keys gives it, ``host-field type blob`` (the field as known_host makes it)."""
+    return [
+        f"{known_host([node['name'], node['address']], port)} {key}"
+        for node in nodes
+        for key in known.get(str(node["name"])) or []
+    ]
+
+
+def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any) -> dict[str, list[str]]:
+    """What tasks/pins.yml decides, from one pass over every node's pinned lines:
+    ``{"changed": changed(...), "keyless": keyless(...), "known_hosts": known_hosts(...)}``.
+    The same for every node: the role works it out once per run (run_once), and every node writes the
+    same known_hosts lines, so the pin set costs one pass over the cluster instead of one per node."""
+    pinned = all_pinned(hostvars, [str(node["name"]) for node in nodes])
+    known = _known_keys(hostvars, nodes, pinned)
+    return {
+        "changed": _changed(hostvars, nodes, pinned),
+        "keyless": _keyless(known),
+        "known_hosts": known_hosts(nodes, known, port),
+    }
 
 
 # --- tasks/verify.yml ----------------------------------------------------------------------------
@@ -330,6 +362,8 @@ class FilterModule:
             "ssh_trust_known_keys": known_keys,
             "ssh_trust_known_host": known_host,
             "ssh_trust_changed": changed,
+            "ssh_trust_known_hosts": known_hosts,
+            "ssh_trust_pins": pins,
             "ssh_trust_rows": rows,
             "ssh_trust_failures": failures,
             "ssh_trust_matrix": matrix,

@@ -321,6 +321,33 @@ def test_known_host_pattern_for_the_port(hosts, port, field):
     assert f.known_host(hosts, port) == field
 
 
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_pins_is_the_three_decisions_in_one_pass(case):
+    inp = case["inputs"]
+    hostvars, nodes, port = inp["hostvars"], inp["ssh_trust_nodes"], inp["ssh_trust_port"]
+    found = f.pins(hostvars, nodes, port)
+    assert found == {
+        "changed": f.changed(hostvars, nodes),
+        "keyless": f.keyless(hostvars, nodes),
+        "known_hosts": f.known_hosts(nodes, f.known_keys(hostvars, nodes), port),
+    }
+    host = inp["hosts"][0]
+    assert found["changed"] == case["expected"][host]["changed"]
+    assert found["keyless"] == case["expected"][host]["keyless"]
+
+
+def test_known_hosts_lines_are_what_the_template_wrote_per_node():
+    """known_hosts.j2 used to loop over the nodes and their keys itself; the lines are the same."""
+    nodes = [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "b"}, {"name": "c", "address": "h"}]
+    known = {"a": ["ssh-ed25519 AAA1", "ecdsa-sha2-nistp256 AAA2"], "b": [], "c": ["ssh-ed25519 CCC"]}
+    assert f.known_hosts(nodes, known, 2222) == [
+        "[a]:2222,[10.0.0.1]:2222 ssh-ed25519 AAA1",
+        "[a]:2222,[10.0.0.1]:2222 ecdsa-sha2-nistp256 AAA2",
+        "[c]:2222,[h]:2222 ssh-ed25519 CCC",
+    ]
+    assert f.known_hosts(nodes[1:2], {"b": ["ssh-ed25519 B"]}, 22) == ["b ssh-ed25519 B"]
+
+
 def test_all_pinned_is_the_union_of_every_nodes_lines():
     hostvars = {
         "a": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": ["L1", "L2"]},
@@ -435,6 +462,8 @@ def test_the_filters_are_registered():
             "keyless",
             "known_keys",
             "known_host",
+            "known_hosts",
+            "pins",
             "changed",
             "rows",
             "failures",
@@ -459,7 +488,7 @@ def test_vars_main_holds_constants_only():
 # Ansible's own, the facts those of the samples. Only the tasks that read no host run here.
 
 ROLE_TASKS = {
-    "assert.yml": ["Name the nodes and those that hold a key"],
+    "assert.yml": ["Read the node list once for the whole play", "Name the nodes and those that hold a key"],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
     "main.yml": [
         "Collect the key nodes' public keys",
@@ -509,7 +538,7 @@ def role_playbook(case: dict[str, Any], out: Path) -> list[dict[str, Any]]:
                 "__decided": {
                     "names": "{{ __ssh_trust_names }}",
                     "key_nodes": "{{ __ssh_trust_key_nodes }}",
-                    "has_key": "{{ __ssh_trust_has_key }}",
+                    "has_key": "{{ inventory_hostname in __ssh_trust_key_nodes }}",
                     "changed": "{{ __ssh_trust_changed }}",
                     "wanted": "{{ __ssh_trust_wanted_keys }}",
                     "stale": "{{ __ssh_trust_stale_keys }}",
