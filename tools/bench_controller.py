@@ -8,10 +8,14 @@ Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
 - gate: `site.yml --tags validate --skip-tags probe` on an inventory of one master and N-1 workers on
   TEST-NET addresses nothing answers (the whole inventory validated on the controller);
 - host lists: the site's node list (cluster_nodes over hostvars), the launch role's plan (counts, -H,
-  the host of each rank) and hostfile, templated as the plays do, on the master;
-- ssh pin set: ssh_trust's own decision tasks (read from the role: the key nodes, the changed host
-  keys, the keys to authorise and remove, the from= list) and its known_hosts template, on every node,
-  with facts that stand for what the role reads on the hosts (one host key per node, all pinned);
+  the host of each rank) and hostfile, templated as the plays do, on the master; then, on every node,
+  what the site's plays template there from the node list (container_sshd's listen and allow lists
+  with the sshd play's own tasks, the NFS mounts' server), read from playbooks/site.yml;
+- ssh pin set: ssh_trust's own controller-side tasks (read from the role: the node list, the input check,
+  the key nodes, the changed host keys, the keys to authorise and remove, the from= list) and its two
+  templates (known_hosts, the ssh client config), on every node, with ssh_trust_nodes as the site builds
+  it (over every node's hostvars) and facts that stand for what the role reads on the hosts (one host
+  key per node, all pinned);
 - baseline: the same play with as many empty tasks, Ansible's own cost per host and task (it starts a
   worker for every host and task, even a set_fact), to tell the pin set's own work from it.
 
@@ -36,11 +40,16 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 SSH_TRUST = REPO / "roles" / "ssh_trust"
+PARTS = ("gate", "host lists", "ssh pin set", "baseline")
 # The port in the pins: any (nothing listens), only the known_hosts lines carry it.
 PORT = 2222
 # The role's decision tasks, by file and name, as tests/unit/test_ssh_trust_filters.py runs them.
 SSH_TRUST_TASKS = {
-    "assert.yml": ["Name the nodes and those that hold a key"],
+    "assert.yml": [
+        "Read the node list once for the whole play",
+        "Check the role's inputs",
+        "Name the nodes and those that hold a key",
+    ],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
     "main.yml": [
         "Collect the key nodes' public keys",
@@ -86,14 +95,71 @@ def gate_inventory(nodes: int, path: Path) -> Path:
 def local_inventory(nodes: int, path: Path) -> Path:
     """The same cluster, each node a local connection (nothing is contacted)."""
     hosts = {
-        name: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "node_address": address(i)}
+        name: {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "horovod_node_address": address(i),
+        }
         for i, name in enumerate(names(nodes))
     }
     return write_inventory(hosts, {"horovod_slots": 8}, path)
 
 
+def site_play(name: str) -> dict[str, Any]:
+    """A play of playbooks/site.yml, by name."""
+    plays = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
+    return next(play for play in plays if play.get("name") == name)
+
+
+def role_vars(play: dict[str, Any], role: str) -> dict[str, Any]:
+    """The variables a play of the site hands to `role` (its include_role task's vars)."""
+    task = next(t for t in play["tasks"] if t.get("ansible.builtin.include_role", {}).get("name", "").endswith(role))
+    return task["vars"]
+
+
+def per_node_lists_play() -> dict[str, Any]:
+    """What the site templates from the node list on every node, as its plays write it: container_sshd's
+    listen and allow lists (the sshd play's own tasks before the role, then the role's two lists) and
+    the NFS mounts' server (the mount play's nfs_client_mounts)."""
+    sshd = site_play("Start sshd in the container")
+    own = [task for task in sshd["tasks"] if "ansible.builtin.include_role" not in task]
+    lists = role_vars(sshd, "container_sshd")
+    mounts = role_vars(site_play("Mount the share"), "nfs_client")["nfs_client_mounts"]
+    return {
+        "name": "The site's per-node host lists",
+        "hosts": "horovod_cluster",
+        "gather_facts": False,
+        "vars": sshd.get("vars", {}),
+        "vars_files": [str(REPO / "playbooks" / "vars" / "cluster.yml")],
+        "tasks": [
+            *own,
+            {
+                "name": "Template container_sshd's address lists and the NFS mounts",
+                "ansible.builtin.set_fact": {
+                    "__listen": lists["container_sshd_listen_addresses"],
+                    "__allow": lists["container_sshd_allow_from"],
+                    "__mounts": mounts,
+                },
+            },
+            {
+                "name": "Check the lists: this node's address, every node's, the master's",
+                "ansible.builtin.assert": {
+                    "that": [
+                        "__listen | length == 1",
+                        "__allow | length == groups['horovod_cluster'] | length",
+                        "__mounts | map(attribute='server') | unique"
+                        " == [hostvars[__horovod_master].horovod_node_address]",
+                    ],
+                    "quiet": True,
+                },
+            },
+        ],
+    }
+
+
 def host_lists_play() -> list[dict[str, Any]]:
-    """The site's node list, the launch plan and the hostfile, templated on the master."""
+    """The site's node list, the launch plan and the hostfile, templated on the master; then what the
+    site templates from the node list on every node."""
     return [
         {
             "name": "The site's host lists",
@@ -130,12 +196,21 @@ def host_lists_play() -> list[dict[str, Any]]:
                     },
                 },
             ],
-        }
+        },
+        per_node_lists_play(),
     ]
 
 
+def site_ssh_trust_vars() -> dict[str, Any]:
+    """The variables the site hands to ssh_trust (playbooks/site.yml), as it writes them: ssh_trust_nodes
+    is built from every node's hostvars (vars/cluster.yml), which the role reads as the site runs it."""
+    given = role_vars(site_play("Trust the master's key"), "ssh_trust")
+    return {name: given[name] for name in ("ssh_trust_nodes", "ssh_trust_master", "ssh_trust_mesh")}
+
+
 def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
-    """ssh_trust's decision tasks on every node, with what the role would have read from the hosts."""
+    """ssh_trust's decision tasks and both templates on every node, with the site's ssh_trust_nodes and
+    with what the role would have read from the hosts."""
     role_tasks = []
     for path, wanted in SSH_TRUST_TASKS.items():
         tasks = yaml.safe_load((SSH_TRUST / "tasks" / path).read_text())
@@ -146,7 +221,7 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
         "ansible.builtin.set_fact": {
             "__ssh_trust_host_keys": [key.format("host-{{ inventory_hostname }}")],
             "__ssh_trust_pinned_lines": (
-                "{{ ssh_trust_nodes | map(attribute='name') | map('regex_replace', '^(.*)$',"
+                "{{ groups['horovod_cluster'] | map('regex_replace', '^(.*)$',"
                 f" '[\\\\1]:{PORT} {key.format('host-')}\\\\1') | list }}}}"
             ),
             "__ssh_trust_authorized_lines": [],
@@ -155,9 +230,10 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
         },
     }
     render = {
-        "name": "Render the pinned known_hosts",
+        "name": "Render the pinned known_hosts and the ssh client configuration",
         "ansible.builtin.set_fact": {
-            "__known_hosts": "{{ lookup('ansible.builtin.template', '%s') }}" % (SSH_TRUST / "templates/known_hosts.j2")
+            f"__{name}": "{{ lookup('ansible.builtin.template', '%s') }}" % (SSH_TRUST / "templates" / f"{name}.j2")
+            for name in ("known_hosts", "ssh_config")
         },
     }
     check = {
@@ -166,23 +242,20 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
             "that": [
                 "__ssh_trust_changed | length == 0",
                 f"__known_hosts.splitlines() | select('match', '^[^#]') | list | length == {nodes}",
+                f"__ssh_config.splitlines() | select('match', '^Host ') | list | length == {nodes}",
             ],
             "quiet": True,
         },
     }
+    defaults = yaml.safe_load((SSH_TRUST / "defaults" / "main.yml").read_text())
     return [
         {
             "name": "ssh_trust's decisions",
             "hosts": "horovod_cluster",
             "gather_facts": False,
-            "vars": {
-                "ssh_trust_nodes": [{"name": name, "address": address(i)} for i, name in enumerate(names(nodes))],
-                "ssh_trust_master": names(nodes)[0],
-                "ssh_trust_mesh": False,
-                "ssh_trust_port": PORT,
-                "ssh_trust_replace_host_keys": [],
-            },
-            "vars_files": [str(SSH_TRUST / "vars" / "main.yml")],
+            "vars": {**defaults, **site_ssh_trust_vars(), "ssh_trust_port": PORT},
+            # The site's cluster variables (the node list over hostvars), then the role's constants.
+            "vars_files": [str(REPO / "playbooks" / "vars" / "cluster.yml"), str(SSH_TRUST / "vars" / "main.yml")],
             "tasks": [facts, *role_tasks, render, check],
         }
     ]
@@ -216,9 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,16,32,64", help="node counts, comma-separated, ascending")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size and part; the fastest counts")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of: {', '.join(PARTS)}")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    parts = ("gate", "host lists", "ssh pin set", "baseline")
+    parts = [part for part in PARTS if part in args.parts.split(",")]
     results: dict[str, list[tuple[int, float]]] = {part: [] for part in parts}
     with tempfile.TemporaryDirectory(prefix="mnh-bench-controller-") as tmp_dir:
         tmp = Path(tmp_dir)
@@ -262,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"    per node: {first * 1000:.1f} ms from {s0} to {s1} nodes, {last * 1000:.1f} ms from {s2} to {s3}"
                 f" (x{ratio:.1f}; about 1 is linear)"
             )
+    if not {"ssh pin set", "baseline"} <= set(parts):
+        return 0
     pins = dict(results["ssh pin set"])
     base = dict(results["baseline"])
     print("  the pin set's own work (ssh pin set minus baseline, the same play with empty tasks):")
