@@ -88,6 +88,15 @@ def listed_files(listing: str) -> list[dict[str, str]]:
     return files
 
 
+def authorized(authorized_lines: Iterable[str], wanted: Sequence[str], sources: Sequence[str]) -> bool:
+    """Whether authorized_keys (its lines, as read_files keeps them) already holds every wanted key with
+    the ``from=`` option as the role's authorized_key task writes it: ``from="a,b" type blob comment``.
+    Then that task would change nothing and is skipped."""
+    lines = set(authorized_lines)
+    option = 'from="{}"'.format(",".join(str(source) for source in sources))
+    return all(f"{option} {key}" in lines for key in wanted)
+
+
 def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, list[str]]:
     """What tasks/read.yml keeps of the files it slurped (the ``results`` of its slurp loop).
 
@@ -351,6 +360,7 @@ class FilterModule:
         return {
             "ssh_trust_read_files": read_files,
             "ssh_trust_listed_files": listed_files,
+            "ssh_trust_authorized": authorized,
             "ssh_trust_host_names": host_names,
             "ssh_trust_unresolved": unresolved,
             "ssh_trust_key_nodes": key_nodes,

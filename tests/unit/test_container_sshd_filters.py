@@ -73,4 +73,62 @@ def test_the_probe_address(addresses, probe):
 
 
 def test_filter_names():
-    assert set(f.FilterModule().filters()) == {"container_sshd_port_users", "container_sshd_probe_address"}
+    assert set(f.FilterModule().filters()) == {
+        "container_sshd_port_users",
+        "container_sshd_probe_address",
+        "container_sshd_host_read",
+    }
+
+
+# What `ss -Hltnp` prints (Debian 12's iproute2), sshd's two processes on one socket among them.
+SS = [
+    'LISTEN 0      128          0.0.0.0:22        0.0.0.0:*    users:(("sshd",pid=700,fd=3))',
+    'LISTEN 0      128       10.0.0.1:12345      0.0.0.0:*    users:(("sshd",pid=4188,fd=3),("sshd",pid=4190,fd=3))',
+    'LISTEN 0      4096          [::]:8080          [::]:*    users:(("python3",pid=900,fd=5))',
+    "LISTEN 0      128          0.0.0.0:2024      0.0.0.0:*",
+]
+
+
+def test_listeners_read_every_process_of_every_socket():
+    assert f.listeners(SS) == [
+        {"port": 22, "address": "0.0.0.0", "name": "sshd", "pid": 700},
+        {"port": 12345, "address": "10.0.0.1", "name": "sshd", "pid": 4188},
+        {"port": 12345, "address": "10.0.0.1", "name": "sshd", "pid": 4190},
+        {"port": 8080, "address": "[::]", "name": "python3", "pid": 900},
+        {"port": 2024, "address": "0.0.0.0", "name": None, "pid": None},
+    ]
+    # As port_users reads them: the host's sshd on 22, a program inside the container's list is ours.
+    users = f.port_users(f.listeners(SS), ["PID", "4188", "4190"], 8080)
+    assert users == {"foreign": [{"name": "python3", "pid": 900}], "host_sshd_ports": [22]}
+
+
+def test_host_read_splits_the_read_commands_sections():
+    text = "\n".join(
+        [
+            "@@ inspect",
+            '[{"State": {"Running": true}, "HostConfig": {"NetworkMode": "host"}, "Mounts": []}]',
+            "@@ image",
+            "1",
+            "no /usr/sbin/sshd",
+            "@@ ss",
+            *SS[:1],
+            "@@ top",
+            "PID",
+            "4188",
+            "@@ files",
+            "## 700 root:root /etc/multinode-horovod/sshd",
+        ]
+    )
+    read = f.host_read(text)
+    assert read["container"]["HostConfig"]["NetworkMode"] == "host"
+    assert (read["image_rc"], read["image_output"]) == (1, "no /usr/sbin/sshd")
+    assert read["listeners"] == [{"port": 22, "address": "0.0.0.0", "name": "sshd", "pid": 700}]
+    assert read["top"] == ["PID", "4188"]
+
+
+def test_host_read_without_a_container():
+    read = f.host_read("@@ inspect\n[]\n@@ image\n1\nError: No such container: horovod\n@@ ss\n@@ top\n")
+    assert read["container"] is None
+    assert read["image_rc"] == 1
+    assert read["listeners"] == [] and read["top"] == []
+    assert f.host_read("")["container"] is None and f.host_read("")["image_rc"] == -1

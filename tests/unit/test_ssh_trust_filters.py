@@ -452,6 +452,7 @@ def test_the_filters_are_registered():
         for name in (
             "read_files",
             "listed_files",
+            "authorized",
             "host_names",
             "unresolved",
             "key_nodes",
@@ -639,6 +640,15 @@ def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
     empty = tmp_path / "none"
     out = subprocess.run([*argv[:4], str(empty), str(empty)], capture_output=True, text=True, check=True).stdout
     assert f.listed_files(out) == []
+
+
+def test_authorized_is_every_wanted_key_with_its_from_option_verbatim():
+    key_a, key_b = "ssh-ed25519 AAAA multinode-horovod:a", "ssh-ed25519 BBBB multinode-horovod:b"
+    lines = ['from="10.0.0.1,10.0.0.2" ' + key_a, "ssh-rsa CCCC someone"]
+    assert f.authorized(lines, [key_a], ["10.0.0.1", "10.0.0.2"])
+    assert not f.authorized(lines, [key_a, key_b], ["10.0.0.1", "10.0.0.2"])  # a key missing
+    assert not f.authorized(lines, [key_a], ["10.0.0.1", "10.0.0.3"])  # another from= list
+    assert not f.authorized(["ssh-ed25519 AAAA multinode-horovod:a"], [key_a], ["10.0.0.1"])  # no from=
 
 
 def test_listed_files_reads_empty_files_and_ignores_other_lines():

@@ -1,0 +1,72 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What a role's one read command printed about its own files, and whether a write would change them.
+
+A role that reads its files in one command (instead of a stat or slurp per file) prints, for each file
+or directory it owns, a line ``## MODE USER:GROUP PATH`` (``stat -c '## %a %U:%G %n'``) and, for a file
+whose text matters, a line ``@@ PATH`` followed by a line of its content in base64 (``base64 -w 0``).
+``listed_in_place`` tells from that whether the task that writes the file (template, copy, file with
+``state: directory``) would change nothing, so that a re-run can skip it: the same owner, mode and text.
+Anything else - missing, a link, another mode, owner or text - runs the task, which then decides.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable
+from typing import Any
+
+STAT_RE = re.compile(r"^## ([0-7]+) (\S+):(\S+) (.+)$")
+
+
+def listed_stats(listing: str) -> dict[str, tuple[int, str, str]]:
+    """``{path: (mode, user, group)}`` of the ``##`` lines."""
+    stats = {}
+    for line in (listing or "").splitlines():
+        found = STAT_RE.match(line)
+        if found:
+            stats[found.group(4)] = (int(found.group(1), 8), found.group(2), found.group(3))
+    return stats
+
+
+def listed_paths(listing: str) -> list[str]:
+    """The paths the listing has a ``##`` line for (the files and directories that are there)."""
+    return list(listed_stats(listing))
+
+
+def listed_texts(listing: str) -> dict[str, str]:
+    """``{path: text}`` of the ``@@ /PATH`` lines (an empty line, or none, after one: an empty file; other
+    ``@@ NAME`` lines are a read command's own sections)."""
+    texts = {}
+    lines = (listing or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@@ /"):
+            encoded = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith(("@@ ", "## ")) else ""
+            try:
+                texts[line[3:]] = base64.b64decode(encoded.strip(), validate=True).decode(
+                    "utf-8", errors="surrogateescape"
+                )
+            except ValueError:
+                continue  # not a file's text: the write runs
+    return texts
+
+
+def listed_in_place(
+    listing: str, path: str, mode: Any, content: str | None = None, *, owner: str = "root", group: str = "root"
+) -> bool:
+    """Whether the listing shows `path` as the write task would leave it: `owner`:`group`, `mode`
+    (``"0644"``) and, when `content` is given, exactly that text (for a directory, mode and owner only)."""
+    if listed_stats(listing).get(path) != (int(str(mode), 8), str(owner), str(group)):
+        return False
+    if content is None:
+        return True
+    texts = listed_texts(listing)
+    return path in texts and texts[path] == content
+
+
+class FilterModule:
+    """multinode.horovod.listed_in_place and listed_paths."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {"listed_in_place": listed_in_place, "listed_paths": listed_paths}
