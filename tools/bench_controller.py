@@ -12,8 +12,8 @@ Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
   what the site's plays template there from the node list (container_sshd's listen and allow lists
   with the sshd play's own tasks, the NFS mounts' server), read from playbooks/site.yml;
 - ssh pin set: ssh_trust's own controller-side tasks (read from the role: the node list, the input check,
-  the key nodes, the changed host keys, the keys to authorise and remove, the from= list) and its two
-  templates (known_hosts, the ssh client config), on every node, with ssh_trust_nodes as the site builds
+  the key nodes, the changed host keys, the keys to authorise and remove, the from= list, the client
+  config rendered once) and its known_hosts template, on every node, with ssh_trust_nodes as the site builds
   it (over every node's hostvars) and facts that stand for what the role reads on the hosts (one host
   key per node, all pinned);
 - baseline: the same play with as many empty tasks, Ansible's own cost per host and task (it starts a
@@ -54,6 +54,7 @@ SSH_TRUST_TASKS = {
     "main.yml": [
         "Collect the key nodes' public keys",
         "Decide which keys to authorise, which to remove, and from where",
+        "Render the ssh client configuration once for every node",
     ],
 }
 
@@ -215,6 +216,10 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
     for path, wanted in SSH_TRUST_TASKS.items():
         tasks = yaml.safe_load((SSH_TRUST / "tasks" / path).read_text())
         role_tasks += [next(task for task in tasks if task["name"] == name) for name in wanted]
+    # Outside the role, a template lookup needs the template's own path.
+    role_tasks = yaml.safe_load(
+        yaml.safe_dump(role_tasks).replace("'ssh_config.j2'", "'%s'" % (SSH_TRUST / "templates" / "ssh_config.j2"))
+    )
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{}"
     facts = {
         "name": "Stand for what the role reads on the hosts: one host key per node, every node pinned",
@@ -230,10 +235,9 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
         },
     }
     render = {
-        "name": "Render the pinned known_hosts and the ssh client configuration",
+        "name": "Render the pinned known_hosts, as the template task does on every node",
         "ansible.builtin.set_fact": {
-            f"__{name}": "{{ lookup('ansible.builtin.template', '%s') }}" % (SSH_TRUST / "templates" / f"{name}.j2")
-            for name in ("known_hosts", "ssh_config")
+            "__known_hosts": "{{ lookup('ansible.builtin.template', '%s') }}" % (SSH_TRUST / "templates/known_hosts.j2")
         },
     }
     check = {
@@ -242,7 +246,7 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
             "that": [
                 "__ssh_trust_changed | length == 0",
                 f"__known_hosts.splitlines() | select('match', '^[^#]') | list | length == {nodes}",
-                f"__ssh_config.splitlines() | select('match', '^Host ') | list | length == {nodes}",
+                f"__ssh_trust_client_config.splitlines() | select('match', '^Host ') | list | length == {nodes}",
             ],
             "quiet": True,
         },
