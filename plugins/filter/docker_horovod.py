@@ -280,13 +280,15 @@ def other_engines(lines: Iterable[str], engine_packages: Iterable[str]) -> list[
 
 def host_read(text: str) -> dict[str, Any]:
     """What the role's one read of the host printed (vars/main.yml, __docker_horovod_read_script), as
-    ``{paths: {path: "dir" | "file" | "other"}, host_ca: {exists, checksum}, registry_cas: [path]}``: the
-    kind of each path that exists (a missing path is absent), the sha1 of the role's file in the host's
-    trust store (the shape of ansible.builtin.stat's result), and the role's CA files in Docker's
-    directories of registries."""
+    ``{paths: {path: "dir" | "file" | "other"}, host_ca: {exists, checksum}, registry_cas: [path],
+    packages: {name: dpkg status}}``: the kind of each path that exists (a missing path is absent), the
+    sha1 of the role's file in the host's trust store (the shape of ansible.builtin.stat's result), the
+    role's CA files in Docker's directories of registries, and the dpkg status ("installed", ...) of each
+    package asked about that dpkg knows."""
     paths: dict[str, str] = {}
     host_ca: dict[str, Any] = {"exists": False, "checksum": ""}
     registry_cas: list[str] = []
+    packages: dict[str, str] = {}
     for line in (text or "").splitlines():
         kind, _, rest = line.partition(" ")
         if kind in ("dir", "file", "other") and rest:
@@ -295,7 +297,10 @@ def host_read(text: str) -> dict[str, Any]:
             host_ca = {"exists": True, "checksum": rest.strip()}
         elif kind == "registry-ca" and rest:
             registry_cas.append(rest)
-    return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas}
+        elif kind == "package" and rest:
+            name, _, status = rest.partition(" ")
+            packages[name] = status.strip()
+    return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas, "packages": packages}
 
 
 class FilterModule:

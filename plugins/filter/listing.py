@@ -13,6 +13,7 @@ Anything else - missing, a link, another mode, owner or text - runs the task, wh
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,27 @@ def listed_texts(listing: str) -> dict[str, str]:
     return texts
 
 
+def listed_json(listing: str, name: str) -> Any:
+    """The JSON a read command printed in its section ``@@ NAME`` (up to the next ``@@``/``##`` line), or
+    None when the section is missing, empty or not JSON. For a `docker inspect` (a list), its first item,
+    or None for an empty list."""
+    lines: list[str] | None = None
+    for line in (listing or "").splitlines():
+        if lines is not None and line.startswith(("@@ ", "## ")):
+            break
+        if lines is not None:
+            lines.append(line)
+        elif line == f"@@ {name}":
+            lines = []
+    try:
+        found = json.loads("\n".join(lines or []))
+    except ValueError:
+        return None
+    if isinstance(found, list):
+        return found[0] if found else None
+    return found
+
+
 def listed_in_place(
     listing: str, path: str, mode: Any, content: str | None = None, *, owner: str = "root", group: str = "root"
 ) -> bool:
@@ -66,7 +88,7 @@ def listed_in_place(
 
 
 class FilterModule:
-    """multinode.horovod.listed_in_place and listed_paths."""
+    """multinode.horovod.listed_in_place, listed_paths and listed_json."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {"listed_in_place": listed_in_place, "listed_paths": listed_paths}
+        return {"listed_in_place": listed_in_place, "listed_paths": listed_paths, "listed_json": listed_json}

@@ -82,7 +82,7 @@ def listed_files(listing: str) -> list[dict[str, str]]:
     files = []
     lines = (listing or "").splitlines()
     for i, line in enumerate(lines):
-        if line.startswith("@@ "):
+        if line.startswith("@@ /"):  # "@@ NAME" without a slash: another section of the command
             content = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("@@ ") else ""
             files.append({"source": line[3:], "content": content.strip()})
     return files

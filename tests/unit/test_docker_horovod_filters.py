@@ -514,7 +514,16 @@ def test_host_read_parses_the_kinds_the_host_ca_and_the_registry_files():
     }
     assert read["host_ca"] == {"exists": True, "checksum": "a" * 40}
     assert read["registry_cas"] == ["/etc/docker/certs.d/r.example:5000/multinode-horovod-extra-ca.crt"]
-    assert f.host_read("") == {"paths": {}, "host_ca": {"exists": False, "checksum": ""}, "registry_cas": []}
+    assert f.host_read("") == {
+        "paths": {},
+        "host_ca": {"exists": False, "checksum": ""},
+        "registry_cas": [],
+        "packages": {},
+    }
+    assert f.host_read("package python3-requests installed\npackage docker.io not-installed\n")["packages"] == {
+        "python3-requests": "installed",
+        "docker.io": "not-installed",
+    }
 
 
 def test_the_roles_read_script_reports_what_exists(tmp_path):
@@ -540,3 +549,15 @@ def test_the_roles_read_script_reports_what_exists(tmp_path):
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert f.host_read(out)["host_ca"] == {"exists": False, "checksum": ""}
+
+
+def test_the_roles_read_script_asks_dpkg_for_the_packages(tmp_path):
+    """dpkg's answer for the packages in $MNH_PACKAGES (this machine's dpkg: coreutils is installed, the
+    other name exists nowhere), and none when the variable is empty."""
+    script = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())["__docker_horovod_read_script"]
+    argv = ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name"]
+    env = {"PATH": "/usr/bin:/bin", "MNH_PACKAGES": "coreutils no-such-package-mnh"}
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
+    assert f.host_read(out)["packages"] == {"coreutils": "installed"}
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    assert f.host_read(out)["packages"] == {}

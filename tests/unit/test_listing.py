@@ -94,3 +94,12 @@ def test_sections_of_a_read_command_are_not_files():
     assert f.listed_in_place(listing, "/x", "0600", "a\n")
     assert f.listed_paths(listing) == ["/x"]
     assert "/bad" not in f.listed_texts(listing)
+
+
+def test_listed_json_reads_a_section_up_to_the_next():
+    listing = '@@ inspect\n[\n {"State": {"Running": true}}\n]\n## 700 root:root /x\n@@ /x\n'
+    assert f.listed_json(listing, "inspect") == {"State": {"Running": True}}
+    assert f.listed_json("@@ inspect\n[]\n## 700 root:root /x\n", "inspect") is None  # no such container
+    assert f.listed_json("@@ inspect\n## 700 root:root /x\n", "inspect") is None  # docker printed nothing
+    assert f.listed_json("## 700 root:root /x\n", "inspect") is None  # no section
+    assert f.listed_json('@@ other\n{"a": 1}\n', "other") == {"a": 1}
