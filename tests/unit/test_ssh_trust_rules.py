@@ -153,7 +153,8 @@ def test_messages_match_the_ssh_tests_of_the_launch_scenario():
     cases = yaml.safe_load((REPO / "molecule/horovod_launch/ssh_bad_input.yml").read_text())[0]["vars"][
         "ssh_test_cases"
     ]
-    expected = {case["expect"] for case in cases if case["role"] == "ssh_trust"}
+    # The input rules' cases (a case naming a container is the role's host-side check, a task).
+    expected = {case["expect"] for case in cases if case["role"] == "ssh_trust" and "container" not in case}
     nodes = [A, B]
     seen = {
         "\n".join(role_problems({**GOOD, "ssh_trust_nodes": []}, "ssh_trust")),
