@@ -5,8 +5,9 @@
 docker_horovod's job guard (roles/docker_horovod/tasks/job_guard.yml, from ``docker top`` on the host)
 and horovod_launch's preflight (tasks/checks.yml, from the probe in every node's container) both call
 a process a job unless it is one of the container's idle processes: docker's init, the supervisor and
-its sleep, and the sshd listener of container_sshd. python, horovodrun, torchrun, ssh sessions and
-shells are jobs. Each role adds its own extra idle patterns (``*_idle_process_patterns``).
+its sleep, the sshd listener of container_sshd, and docker_horovod's own ``pip list --format=json``.
+python, horovodrun, torchrun, ssh sessions, shells and ``pip install`` are jobs. Each role adds its own
+extra idle patterns (``*_idle_process_patterns``).
 
 Command lines are shown with the values of ``NAME=value`` words hidden: horovodrun passes the run's
 environment (``horovod_launch_env``, which may hold secrets) to remote ranks on their command line.
@@ -25,6 +26,10 @@ IDLE_PATTERNS: tuple[str, ...] = (
     rf"^/bin/sh {defaults.CONTAINER_OWN_DIR}/supervisor\.sh$",
     r"^sleep [0-9.]+$",
     rf"^(sshd: )?/usr/sbin/sshd -D -e -f {defaults.SSHD_DIR}/sshd_config( |$)",
+    # docker_horovod's own read of the installed packages (tasks/pip.yml, argv from the pip_plan
+    # filter: `PYTHON -m pip`, or the shell that picks python3 or python). It only lists, for a second
+    # or two; another run of the role beside this one (a check-mode run) may have it going.
+    r'^(\S+ -m pip|/bin/sh -c exec .* -m pip "\$@" pip) list --format=json$',
 )
 
 # The same pattern hides values in roles/horovod_launch/files/horovod_probe.py and horovod_run.py.

@@ -561,3 +561,19 @@ def test_the_roles_read_script_asks_dpkg_for_the_packages(tmp_path):
     assert f.host_read(out)["packages"] == {"coreutils": "installed"}
     out = subprocess.run(argv, capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"}).stdout
     assert f.host_read(out)["packages"] == {}
+
+
+@pytest.mark.parametrize("python", ["", "/usr/bin/python3", "python3.11"])
+def test_job_processes_own_pip_list_is_idle(python: str) -> None:
+    # The role's own read of the installed packages, with the argv the role runs (both forms of
+    # pip_plan's), is not a job: a check-mode run beside a real one had its job guard refuse on it.
+    argv = f.pip_plan({"python": python})["argv"] + ["list", "--format=json"]
+    top = TOP_IDLE + f"4500                {' '.join(argv)}\n"
+    assert f.job_processes(top, []) == []
+    # Installing, or anything else run through pip, is.
+    install = " ".join(f.pip_plan({"python": python})["argv"] + ["install", "tqdm"])
+    listed = " ".join(f.pip_plan({"python": python})["argv"] + ["list"])
+    assert f.job_processes(TOP_IDLE + f"4501 {install}\n4502 {listed}\n", []) == [f"4501 {install}", f"4502 {listed}"]
+    assert f.job_processes(TOP_IDLE + "4503 python3 -m pip list --format=json; sleep 9\n", []) == [
+        "4503 python3 -m pip list --format=json; sleep 9"
+    ]
