@@ -8,6 +8,8 @@ whose text matters, a line ``@@ PATH`` followed by a line of its content in base
 ``listed_in_place`` tells from that whether the task that writes the file (template, copy, file with
 ``state: directory``) would change nothing, so that a re-run can skip it: the same owner, mode and text.
 Anything else - missing, a link, another mode, owner or text - runs the task, which then decides.
+For a key pair (``listed_key_pair_in_place``) the read command also prints ``@@ derived PATH`` and the
+public key ``ssh-keygen -y`` derives from the private key PATH.
 """
 
 from __future__ import annotations
@@ -87,8 +89,41 @@ def listed_in_place(
     return path in texts and texts[path] == content
 
 
+def listed_derived_keys(listing: str) -> dict[str, str]:
+    """``{private key path: "TYPE BLOB"}`` of the ``@@ derived PATH`` lines, each followed by what
+    ``ssh-keygen -y -P '' -f PATH`` printed (the public key of a private key that loads)."""
+    derived = {}
+    lines = (listing or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@@ derived /") and i + 1 < len(lines):
+            fields = lines[i + 1].split()
+            if len(fields) >= 2 and not lines[i + 1].startswith(("@@ ", "## ")):
+                derived[line[len("@@ derived ") :]] = f"{fields[0]} {fields[1]}"
+    return derived
+
+
+def listed_key_pair_in_place(
+    listing: str, path: str, comment: str, mode: Any = "0600", *, owner: str = "root", group: str = "root"
+) -> bool:
+    """Whether community.crypto.openssh_keypair (``regenerate: never``, state present) would change nothing
+    on the key pair `path` and `path`.pub: both `owner`:`group` and `mode`, the private key loads without a
+    passphrase (``@@ derived PATH``), and the public key file is exactly that key with `comment`."""
+    want = (int(str(mode), 8), str(owner), str(group))
+    stats = listed_stats(listing)
+    if stats.get(path) != want or stats.get(f"{path}.pub") != want:
+        return False
+    derived = listed_derived_keys(listing).get(path)
+    texts = listed_texts(listing)
+    return derived is not None and texts.get(f"{path}.pub") == f"{derived} {comment}\n"
+
+
 class FilterModule:
-    """multinode.horovod.listed_in_place, listed_paths and listed_json."""
+    """multinode.horovod.listed_in_place, listed_key_pair_in_place, listed_paths and listed_json."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {"listed_in_place": listed_in_place, "listed_paths": listed_paths, "listed_json": listed_json}
+        return {
+            "listed_in_place": listed_in_place,
+            "listed_key_pair_in_place": listed_key_pair_in_place,
+            "listed_paths": listed_paths,
+            "listed_json": listed_json,
+        }

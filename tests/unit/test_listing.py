@@ -103,3 +103,79 @@ def test_listed_json_reads_a_section_up_to_the_next():
     assert f.listed_json("@@ inspect\n## 700 root:root /x\n", "inspect") is None  # docker printed nothing
     assert f.listed_json("## 700 root:root /x\n", "inspect") is None  # no section
     assert f.listed_json('@@ other\n{"a": 1}\n', "other") == {"a": 1}
+
+
+def pair_listing(*, priv_mode="600", pub_mode="600", owner="root", derived="ssh-ed25519 AAAAC3key", pub=None):
+    path = "/etc/mnh/sshd/ssh_host_ed25519_key"
+    lines = [f"## {priv_mode} {owner}:root {path}"]
+    if derived is not None:
+        lines += [f"@@ derived {path}", derived]
+    if pub_mode is not None:
+        text = "ssh-ed25519 AAAAC3key root@a (c)\n" if pub is None else pub
+        lines += [f"## {pub_mode} root:root {path}.pub", f"@@ {path}.pub", b64(text)]
+    return "\n".join(lines)
+
+
+KEY = "/etc/mnh/sshd/ssh_host_ed25519_key"
+
+
+def test_a_key_pair_as_the_module_leaves_it_is_in_place():
+    assert f.listed_key_pair_in_place(pair_listing(), KEY, "root@a (c)")
+    # ssh-keygen -y may print the private key's comment too: only the type and the key count.
+    assert f.listed_key_pair_in_place(pair_listing(derived="ssh-ed25519 AAAAC3key old comment"), KEY, "root@a (c)")
+
+
+@pytest.mark.parametrize(
+    ("listing", "comment"),
+    [
+        (pair_listing(), "root@b (c)"),  # another comment wanted
+        (pair_listing(pub="ssh-ed25519 AAAAC3key root@a (c)"), "root@a (c)"),  # no trailing newline
+        (pair_listing(pub="ssh-ed25519 AAAAC3other root@a (c)\n"), "root@a (c)"),  # not the private key's
+        (pair_listing(derived=None), "root@a (c)"),  # the private key does not load (broken, passphrase)
+        (pair_listing(derived=""), "root@a (c)"),  # ssh-keygen printed nothing
+        (pair_listing(priv_mode="644"), "root@a (c)"),  # the private key's mode
+        (pair_listing(pub_mode="644"), "root@a (c)"),  # the public key's mode
+        (pair_listing(owner="alice"), "root@a (c)"),  # the owner
+        (pair_listing(pub_mode=None), "root@a (c)"),  # no public key file
+        ("", "root@a (c)"),  # nothing there
+    ],
+)
+def test_every_difference_of_a_key_pair_runs_the_module(listing, comment):
+    assert not f.listed_key_pair_in_place(listing, KEY, comment)
+
+
+def test_the_container_sshd_read_command_lists_what_listed_key_pair_in_place_reads(tmp_path):
+    """container_sshd's read command (vars/main.yml), on real keys made by ssh-keygen in a tree of its own."""
+    role_vars = yaml.safe_load((REPO / "roles/container_sshd/vars/main.yml").read_text())
+    sshd_dir = tmp_path / "sshd"
+    sshd_dir.mkdir()
+    script = (
+        role_vars["__container_sshd_read_script"]
+        .replace("{{ __container_sshd_dir }}", str(sshd_dir))
+        .replace("{{ __container_sshd_config }}", str(sshd_dir / "sshd_config"))
+    )
+    assert "{{" not in script
+    keys = {}
+    for kind in ("ed25519", "rsa", "ecdsa"):
+        keys[kind] = sshd_dir / f"ssh_host_{kind}_key"
+        extra = ["-N", "secret"] if kind == "ecdsa" else ["-N", ""]
+        subprocess.run(["ssh-keygen", "-q", "-t", kind, "-C", "root@a (c)", "-f", str(keys[kind]), *extra], check=True)
+        os.chmod(keys[kind].with_suffix(".pub"), 0o600)
+    # Another comment on the rsa key's public file.
+    pub = keys["rsa"].with_suffix(".pub")
+    pub.write_text(pub.read_text().replace("root@a (c)", "someone"))
+    out = subprocess.run(
+        ["sh", "-c", script, "read", "mnh-no-such-container", "true", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    who = {"owner": pwd.getpwuid(os.getuid()).pw_name, "group": grp.getgrgid(os.getgid()).gr_name}
+    assert f.listed_key_pair_in_place(out, str(keys["ed25519"]), "root@a (c)", **who)
+    assert not f.listed_key_pair_in_place(out, str(keys["rsa"]), "root@a (c)", **who)
+    assert f.listed_key_pair_in_place(out, str(keys["rsa"]), "someone", **who)
+    assert not f.listed_key_pair_in_place(out, str(keys["ecdsa"]), "root@a (c)", **who)  # a passphrase
+    assert not f.listed_key_pair_in_place(out, str(keys["ed25519"]), "root@a (c)", mode="0644", **who)
+    # The private key's bytes never appear in what the command prints.
+    assert keys["ed25519"].read_text().splitlines()[1] not in out
+    assert str(keys["ecdsa"]) in f.listed_paths(out)
