@@ -118,12 +118,14 @@ def listed_key_pair_in_place(
 
 
 class FilterModule:
-    """multinode.horovod.listed_in_place, listed_key_pair_in_place, listed_paths and listed_json."""
+    """multinode.horovod.listed_in_place, listed_key_pair_in_place, listed_derived_keys, listed_paths and
+    listed_json."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {
             "listed_in_place": listed_in_place,
             "listed_key_pair_in_place": listed_key_pair_in_place,
+            "listed_derived_keys": listed_derived_keys,
             "listed_paths": listed_paths,
             "listed_json": listed_json,
         }

@@ -13,6 +13,7 @@ Facts the role sets on each node and these filters read through ``hostvars``:
 - ``__ssh_trust_host_keys``: the node's container host keys, ``"type blob"`` (tasks/read.yml);
 - ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts (tasks/read.yml);
 - ``__ssh_trust_keypair``: the result of the node's openssh_keypair task (tasks/main.yml);
+- ``__ssh_trust_listing``: the node's one read (tasks/read.yml), for its client key when that task skipped;
 - ``__ssh_trust_row``: the result of the node's ssh loop (tasks/verify.yml).
 """
 
@@ -25,10 +26,12 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.multinode.horovod.plugins.filter.listing import listed_derived_keys
 
 HOST_KEYS = "__ssh_trust_host_keys"
 PINNED_LINES = "__ssh_trust_pinned_lines"
 KEYPAIR = "__ssh_trust_keypair"
+LISTING = "__ssh_trust_listing"
 ROW = "__ssh_trust_row"
 
 # An address written as an IPv4 or IPv6 address (anything else is a host name, resolved on the node).
@@ -160,15 +163,22 @@ def from_addresses(nodes: Nodes, resolved: Iterable[Mapping[str, Any]]) -> list[
     return out
 
 
-def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str) -> list[str]:
+def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str, key_path: str = "") -> list[str]:
     """``"type blob MARKER:node"`` for each key node's public key, to authorise on every node.
 
-    A node whose key does not exist (yet, in check mode) gives none: only what starts with ``ssh-``.
+    The key is the openssh_keypair result's ``public_key``; when that task was skipped (its read found the
+    pair in place), the key ``ssh-keygen -y`` derived from the private key `key_path` in the node's read
+    (``__ssh_trust_listing``, ``@@ derived PATH``). A node whose key does not exist (yet, in check mode)
+    gives none: only what starts with ``ssh-``.
     """
     out = []
     for name in owners:
-        keypair = (hostvars.get(name) or {}).get(KEYPAIR) or {}
-        line = f"{keypair.get('public_key', '')} {marker}:{name}"
+        node = hostvars.get(name) or {}
+        keypair = node.get(KEYPAIR) or {}
+        public = keypair.get("public_key", "")
+        if not public and key_path and keypair.get("skipped"):
+            public = listed_derived_keys((node.get(LISTING) or {}).get("stdout", "")).get(key_path, "")
+        line = f"{public} {marker}:{name}"
         if line.startswith("ssh-"):
             out.append(line)
     return out

@@ -179,3 +179,10 @@ def test_the_container_sshd_read_command_lists_what_listed_key_pair_in_place_rea
     # The private key's bytes never appear in what the command prints.
     assert keys["ed25519"].read_text().splitlines()[1] not in out
     assert str(keys["ecdsa"]) in f.listed_paths(out)
+
+
+def test_listed_derived_keys_keeps_type_and_blob_of_keys_that_load():
+    listing = "\n".join(
+        ["@@ derived /k/a", "ssh-ed25519 AAAa root@a", "@@ derived /k/b", "## 600 root:root /k/c", "@@ derived /k/d"]
+    )
+    assert f.listed_derived_keys(listing) == {"/k/a": "ssh-ed25519 AAAa"}

@@ -13,8 +13,10 @@ and a node whose name is its address and does not resolve.
 from __future__ import annotations
 
 import base64
+import grp
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -659,3 +661,62 @@ def test_listed_files_reads_empty_files_and_ignores_other_lines():
         {"source": "/last", "content": ""},
     ]
     assert base64.b64decode(f.listed_files(text)[0]["content"]) == b"abc"
+
+
+def test_wanted_keys_of_a_skipped_key_task_come_from_the_read():
+    # The key task skipped (the read found the pair in place): the key ssh-keygen -y derived in the read.
+    path = "/etc/multinode-horovod/ssh/id_ed25519"
+    listing = f"## 600 root:root {path}\n@@ derived {path}\nssh-ed25519 AAAderived root@x\n"
+    hostvars = {
+        "node-a": {
+            "__ssh_trust_keypair": {"skipped": True, "changed": False},
+            "__ssh_trust_listing": {"stdout": listing},
+        },
+        # Skipped, but the read has no key that loads: none.
+        "node-b": {
+            "__ssh_trust_keypair": {"skipped": True},
+            "__ssh_trust_listing": {"stdout": f"## 600 root:root {path}\n"},
+        },
+        # The module ran: its result counts, not the read.
+        "node-c": {
+            "__ssh_trust_keypair": {"public_key": "ssh-ed25519 AAAmodule"},
+            "__ssh_trust_listing": {"stdout": listing},
+        },
+    }
+    assert f.wanted_keys(hostvars, ["node-a", "node-b", "node-c"], MARK, path) == [
+        f"ssh-ed25519 AAAderived {MARK}:node-a",
+        f"ssh-ed25519 AAAmodule {MARK}:node-c",
+    ]
+    # Another path, or none given: nothing from the read.
+    assert f.wanted_keys(hostvars, ["node-a"], MARK, path + "x") == []
+    assert f.wanted_keys(hostvars, ["node-a"], MARK) == []
+
+
+def test_the_read_command_lists_the_client_key_pair(tmp_path):
+    """tasks/read.yml's command on a tree of its own: the client key pair as listed_key_pair_in_place and
+    wanted_keys read it."""
+    listing_filters = load("plugins/filter/listing.py", "listing_filters_for_ssh_trust")
+    task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
+                if t["name"] == "Read the host public keys and this role's files")  # fmt: skip
+    argv = task["ansible.builtin.command"]["argv"]
+    host_dir, ssh_dir = tmp_path / "sshd", tmp_path / "ssh"
+    host_dir.mkdir()
+    ssh_dir.mkdir()
+    key = ssh_dir / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{MARK}:node-a", "-f", str(key)], check=True)
+    os.chmod(key.with_suffix(".pub"), 0o600)
+    out = subprocess.run(
+        [*argv[:4], str(host_dir), str(ssh_dir), "mnh-no-such-container", str(key)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    who = {"owner": pwd.getpwuid(os.getuid()).pw_name, "group": grp.getgrgid(os.getgid()).gr_name}
+    assert listing_filters.listed_key_pair_in_place(out, str(key), f"{MARK}:node-a", **who)
+    assert not listing_filters.listed_key_pair_in_place(out, str(key), f"{MARK}:node-b", **who)
+    hostvars = {"node-a": {"__ssh_trust_keypair": {"skipped": True}, "__ssh_trust_listing": {"stdout": out}}}
+    public = " ".join(key.with_suffix(".pub").read_text().split()[:2])
+    assert f.wanted_keys(hostvars, ["node-a"], MARK, str(key)) == [f"{public} {MARK}:node-a"]
+    # The client public key is no host key, and the private key's text is never printed.
+    assert f.read_files(f.listed_files(out), str(ssh_dir))["host_keys"] == []
+    assert key.read_text().splitlines()[1] not in out
