@@ -613,14 +613,19 @@ def test_the_roles_tasks_decide_as_the_jinja_did(case, tmp_path):
         assert [line for line in got["known_hosts"].splitlines() if line and not line.startswith("#")] == pinned
 
 
-def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
-    # The command of tasks/read.yml, run here on a tree of its own, through the same two filters.
+def read_command_tree(tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """The argv of tasks/read.yml's command and the host key and ssh directories of a tree of its own."""
     task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
                 if t["name"] == "Read the host public keys and this role's files")  # fmt: skip
-    argv = task["ansible.builtin.command"]["argv"]
     host_dir, ssh_dir = tmp_path / "sshd", tmp_path / "ssh"
     host_dir.mkdir()
     ssh_dir.mkdir()
+    return task["ansible.builtin.command"]["argv"], host_dir, ssh_dir
+
+
+def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
+    # The command of tasks/read.yml, run here on a tree of its own, through the same two filters.
+    argv, host_dir, ssh_dir = read_command_tree(tmp_path)
     (host_dir / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAAC3Nza root@node (comment)\n")
     (host_dir / "ssh_host_rsa_key.pub").write_text("ssh-rsa AAAAB3Nza root@node\n")
     (host_dir / "ssh_host_rsa_key").write_text("PRIVATE, never read\n")
@@ -696,12 +701,7 @@ def test_the_read_command_lists_the_client_key_pair(tmp_path):
     """tasks/read.yml's command on a tree of its own: the client key pair as listed_key_pair_in_place and
     wanted_keys read it."""
     listing_filters = load("plugins/filter/listing.py", "listing_filters_for_ssh_trust")
-    task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
-                if t["name"] == "Read the host public keys and this role's files")  # fmt: skip
-    argv = task["ansible.builtin.command"]["argv"]
-    host_dir, ssh_dir = tmp_path / "sshd", tmp_path / "ssh"
-    host_dir.mkdir()
-    ssh_dir.mkdir()
+    argv, host_dir, ssh_dir = read_command_tree(tmp_path)
     key = ssh_dir / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{MARK}:node-a", "-f", str(key)], check=True)
     os.chmod(key.with_suffix(".pub"), 0o600)
