@@ -108,13 +108,12 @@ def listed_key_pair_in_place(
     """Whether community.crypto.openssh_keypair (``regenerate: never``, state present) would change nothing
     on the key pair `path` and `path`.pub: both `owner`:`group` and `mode`, the private key loads without a
     passphrase (``@@ derived PATH``), and the public key file is exactly that key with `comment`."""
-    want = (int(str(mode), 8), str(owner), str(group))
-    stats = listed_stats(listing)
-    if stats.get(path) != want or stats.get(f"{path}.pub") != want:
-        return False
     derived = listed_derived_keys(listing).get(path)
-    texts = listed_texts(listing)
-    return derived is not None and texts.get(f"{path}.pub") == f"{derived} {comment}\n"
+    return (
+        derived is not None
+        and listed_in_place(listing, path, mode, owner=owner, group=group)
+        and listed_in_place(listing, f"{path}.pub", mode, f"{derived} {comment}\n", owner=owner, group=group)
+    )
 
 
 class FilterModule:
