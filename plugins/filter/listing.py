@@ -55,10 +55,9 @@ def listed_texts(listing: str) -> dict[str, str]:
     return texts
 
 
-def listed_json(listing: str, name: str) -> Any:
-    """The JSON a read command printed in its section ``@@ NAME`` (up to the next ``@@``/``##`` line), or
-    None when the section is missing, empty or not JSON. For a `docker inspect` (a list), its first item,
-    or None for an empty list."""
+def listed_lines(listing: str, name: str) -> list[str] | None:
+    """The lines a read command printed in its section ``@@ NAME`` (up to the next ``@@``/``##`` line), or
+    None when the listing has no such section."""
     lines: list[str] | None = None
     for line in (listing or "").splitlines():
         if lines is not None and line.startswith(("@@ ", "## ")):
@@ -67,8 +66,15 @@ def listed_json(listing: str, name: str) -> Any:
             lines.append(line)
         elif line == f"@@ {name}":
             lines = []
+    return lines
+
+
+def listed_json(listing: str, name: str) -> Any:
+    """The JSON a read command printed in its section ``@@ NAME`` (listed_lines), or None when the section
+    is missing, empty or not JSON. For a `docker inspect` (a list), its first item, or None for an empty
+    list."""
     try:
-        found = json.loads("\n".join(lines or []))
+        found = json.loads("\n".join(listed_lines(listing, name) or []))
     except ValueError:
         return None
     if isinstance(found, list):
@@ -117,8 +123,8 @@ def listed_key_pair_in_place(
 
 
 class FilterModule:
-    """multinode.horovod.listed_in_place, listed_key_pair_in_place, listed_derived_keys, listed_paths and
-    listed_json."""
+    """multinode.horovod.listed_in_place, listed_key_pair_in_place, listed_derived_keys, listed_paths,
+    listed_json and listed_lines."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {
@@ -127,4 +133,5 @@ class FilterModule:
             "listed_derived_keys": listed_derived_keys,
             "listed_paths": listed_paths,
             "listed_json": listed_json,
+            "listed_lines": listed_lines,
         }

@@ -105,6 +105,15 @@ def test_listed_json_reads_a_section_up_to_the_next():
     assert f.listed_json('@@ other\n{"a": 1}\n', "other") == {"a": 1}
 
 
+def test_listed_lines_is_a_sections_lines_or_none():
+    listing = "@@ inspect\n[]\n@@ ssh-link\nlink /root/.ssh/bin/ssh\nfirst /usr/local/bin/ssh\n## 700 root:root /x\n"
+    assert f.listed_lines(listing, "ssh-link") == ["link /root/.ssh/bin/ssh", "first /usr/local/bin/ssh"]
+    assert f.listed_lines(listing, "inspect") == ["[]"]
+    assert f.listed_lines("@@ ssh-link\n", "ssh-link") == []  # the command printed nothing
+    assert f.listed_lines(listing, "other") is None
+    assert f.listed_lines("", "ssh-link") is None
+
+
 def pair_listing(*, priv_mode="600", pub_mode="600", owner="root", derived="ssh-ed25519 AAAAC3key", pub=None):
     path = "/etc/mnh/sshd/ssh_host_ed25519_key"
     lines = [f"## {priv_mode} {owner}:root {path}"]

@@ -720,3 +720,68 @@ def test_the_read_command_lists_the_client_key_pair(tmp_path):
     # The client public key is no host key, and the private key's text is never printed.
     assert f.read_files(f.listed_files(out), str(ssh_dir))["host_keys"] == []
     assert key.read_text().splitlines()[1] not in out
+
+
+def test_the_read_command_reads_which_ssh_the_container_finds(tmp_path):
+    """tasks/read.yml's command asks the container (docker exec, the link script) which ssh its PATH finds:
+    section "@@ ssh-link", which tasks/wrapper.yml and tasks/verify.yml compare with the wanted pair. A
+    fake docker here prints what the container would."""
+    listing_filters = load("plugins/filter/listing.py", "listing_filters_for_ssh_link")
+    argv, host_dir, ssh_dir = read_command_tree(tmp_path)
+    constants = yaml.safe_load((REPO / "roles/ssh_trust/vars/main.yml").read_text())
+    assert argv[-1] == "{{ __ssh_trust_link_script }}"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(
+        '#!/bin/sh\ncase "$1" in exec) [ "$2" = box ] && [ "$7" = read ] || exit 1;'
+        ' echo "link /root/.ssh/bin/ssh"; echo "first /usr/local/bin/ssh";; *) exit 1;; esac\n'
+    )
+    (bin_dir / "docker").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    run = [*argv[:4], str(host_dir), str(ssh_dir), "box", str(ssh_dir / "id_ed25519"), "the link script"]
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env).stdout
+    wanted = ["link /root/.ssh/bin/ssh", "first /usr/local/bin/ssh"]
+    assert listing_filters.listed_lines(out, "ssh-link") == wanted
+    assert constants["__ssh_trust_wrapper"] == "{{ __ssh_trust_container_dir }}/bin/ssh"
+    names = {"{{ __ssh_trust_wrapper }}": "/root/.ssh/bin/ssh", "{{ __ssh_trust_wrapper_link }}": "/usr/local/bin/ssh"}
+    assert constants["__ssh_trust_wrapper_link"] == names["{{ __ssh_trust_wrapper_link }}"]
+    rendered = constants["__ssh_trust_link_wanted"]
+    for template, value in names.items():
+        rendered = [item.replace(template, value) for item in rendered]
+    assert rendered == wanted
+    # A container that does not answer (stopped, another name): an empty section, and the command succeeds.
+    run[6] = "other"
+    out = subprocess.run(run, capture_output=True, text=True, check=True, env=env).stdout
+    assert listing_filters.listed_lines(out, "ssh-link") == []
+
+
+def test_the_matrix_script_logs_in_side_by_side_and_prints_in_node_order(tmp_path):
+    """vars/main.yml's matrix script with a fake ssh: node-a's login waits until node-c's has started (a
+    script that logged in one node after the other would never get there: node-a then times out and
+    fails), node-b fails with a two-line error; the lines come in the order of the nodes given."""
+    script = yaml.safe_load((REPO / "roles/ssh_trust/vars/main.yml").read_text())["__ssh_trust_matrix_script"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(
+        "#!/bin/sh\n"
+        'for last; do :; done; node=""; for a; do [ "$a" = true ] && break; node=$a; done\n'
+        f'touch "{tmp_path}/started.$node"\n'
+        'case "$node" in\n'
+        f'  node-a) i=0; while [ ! -e "{tmp_path}/started.node-c" ]; do i=$((i + 1));'
+        ' [ $i -gt 100 ] && { echo "timed out" >&2; exit 255; }; sleep 0.1; done; exit 0;;\n'
+        '  node-b) printf "first\\tline\\nPermission denied (publickey).\\n" >&2; exit 255;;\n'
+        "  *) exit 0;;\n"
+        "esac\n"
+    )
+    (bin_dir / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    out = subprocess.run(
+        ["sh", "-c", script, "ssh-matrix", "5", "node-a", "node-b", "node-c"],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout  # fmt: skip
+    assert out.splitlines() == [
+        "node-a\tok",
+        "node-b\tfailed\tfirst line Permission denied (publickey). ",
+        "node-c\tok",
+    ]
+    assert {"node-a", "node-b", "node-c"} == {p.name.split(".", 1)[1] for p in tmp_path.glob("started.*")}
