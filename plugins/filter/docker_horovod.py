@@ -281,15 +281,25 @@ def other_engines(lines: Iterable[str], engine_packages: Iterable[str]) -> list[
 def host_read(text: str) -> dict[str, Any]:
     """What the role's one read of the host printed (vars/main.yml, __docker_horovod_read_script), as
     ``{paths: {path: "dir" | "file" | "other"}, host_ca: {exists, checksum}, registry_cas: [path],
-    packages: {name: dpkg status}}``: the kind of each path that exists (a missing path is absent), the
-    sha1 of the role's file in the host's trust store (the shape of ansible.builtin.stat's result), the
-    role's CA files in Docker's directories of registries, and the dpkg status ("installed", ...) of each
-    package asked about that dpkg knows."""
+    packages: {name: dpkg status}, engine: {status, version, message, process}}``: the kind of each path
+    that exists (a missing path is absent), the sha1 of the role's file in the host's trust store (the
+    shape of ansible.builtin.stat's result), the role's CA files in Docker's directories of registries, the
+    dpkg status ("installed", ...) of each package asked about that dpkg knows, and what the Docker socket
+    answered to GET /version (``status`` the HTTP status, 0 when nothing answered, None when the read did
+    not ask) with the lines of section ``@@ engine-process`` (the daemon's PID, executable, unit and
+    ``cli=PATH``; empty when the read did not look)."""
     paths: dict[str, str] = {}
     host_ca: dict[str, Any] = {"exists": False, "checksum": ""}
     registry_cas: list[str] = []
     packages: dict[str, str] = {}
+    engine: dict[str, Any] = {"status": None, "version": "", "message": "", "process": []}
+    process: list[str] | None = None
     for line in (text or "").splitlines():
+        if process is not None:
+            if not line.startswith(("@@ ", "## ")):
+                process.append(line)
+                continue
+            engine["process"], process = process, None
         kind, _, rest = line.partition(" ")
         if kind in ("dir", "file", "other") and rest:
             paths[rest] = kind
@@ -300,7 +310,16 @@ def host_read(text: str) -> dict[str, Any]:
         elif kind == "package" and rest:
             name, _, status = rest.partition(" ")
             packages[name] = status.strip()
-    return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas, "packages": packages}
+        elif kind == "engine-answer" and rest:
+            status, _, version = rest.partition(" ")
+            engine.update(status=int(status) if status.isdigit() else 0, version=version.strip(), message="")
+        elif kind == "engine-silent":
+            engine.update(status=0, version="", message=rest.strip())
+        elif line == "@@ engine-process":
+            process = []
+    if process is not None:
+        engine["process"] = process
+    return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas, "packages": packages, "engine": engine}
 
 
 class FilterModule:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import subprocess
+import threading
 
 import pytest
 import yaml
@@ -519,6 +522,7 @@ def test_host_read_parses_the_kinds_the_host_ca_and_the_registry_files():
         "host_ca": {"exists": False, "checksum": ""},
         "registry_cas": [],
         "packages": {},
+        "engine": {"status": None, "version": "", "message": "", "process": []},
     }
     assert f.host_read("package python3-requests installed\npackage docker.io not-installed\n")["packages"] == {
         "python3-requests": "installed",
@@ -537,7 +541,7 @@ def test_the_roles_read_script_reports_what_exists(tmp_path):
     paths = [str(tmp_path / name) for name in ("dir", "file", "dangling", "missing", "dir with space")]
     (tmp_path / "dir with space").mkdir()
     out = subprocess.run(
-        ["sh", "-c", script, "read", str(tmp_path / "ca.crt"), "no-such-ca-file-name", *paths],
+        ["sh", "-c", script, "read", str(tmp_path / "ca.crt"), "no-such-ca-file-name", "", *paths],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     read = f.host_read(out)
@@ -545,7 +549,7 @@ def test_the_roles_read_script_reports_what_exists(tmp_path):
     assert read["host_ca"] == {"exists": True, "checksum": hashlib.sha1(b"-----BEGIN CERTIFICATE-----\n").hexdigest()}
     assert read["registry_cas"] == []
     out = subprocess.run(
-        ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name"],
+        ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name", ""],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert f.host_read(out)["host_ca"] == {"exists": False, "checksum": ""}
@@ -555,12 +559,91 @@ def test_the_roles_read_script_asks_dpkg_for_the_packages(tmp_path):
     """dpkg's answer for the packages in $MNH_PACKAGES (this machine's dpkg: coreutils is installed, the
     other name exists nowhere), and none when the variable is empty."""
     script = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())["__docker_horovod_read_script"]
-    argv = ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name"]
+    argv = ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name", ""]
     env = {"PATH": "/usr/bin:/bin", "MNH_PACKAGES": "coreutils no-such-package-mnh"}
     out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
     assert f.host_read(out)["packages"] == {"coreutils": "installed"}
     out = subprocess.run(argv, capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"}).stdout
     assert f.host_read(out)["packages"] == {}
+
+
+def test_host_read_parses_the_engine_answer_and_process():
+    text = (
+        "file /srv/h.tar\nengine-answer 200 26.1.5+dfsg1\n@@ engine-process\n812\n/usr/sbin/dockerd\n"
+        "docker.service\ncli=/usr/bin/docker\n## 755 root:root /etc/multinode-horovod/container\n"
+    )
+    read = f.host_read(text)
+    assert read["engine"] == {
+        "status": 200,
+        "version": "26.1.5+dfsg1",
+        "message": "",
+        "process": ["812", "/usr/sbin/dockerd", "docker.service", "cli=/usr/bin/docker"],
+    }
+    assert read["paths"] == {"/srv/h.tar": "file"}
+    assert f.engine_unit(read["engine"]["process"]) == "docker.service"
+    # Nothing answered; no dockerd runs (empty lines), no command line; the section ends the output.
+    silent = f.host_read("engine-silent [Errno 2] No such file or directory\n@@ engine-process\n\n\n\ncli=\n")
+    assert silent["engine"] == {
+        "status": 0,
+        "version": "",
+        "message": "[Errno 2] No such file or directory",
+        "process": ["", "", "", "cli="],
+    }
+    # Another status than 200 is no engine for the role; the read did not ask: None.
+    assert f.host_read("engine-answer 502 \n")["engine"]["status"] == 502
+    assert f.host_read("file /x\n")["engine"] == {"status": None, "version": "", "message": "", "process": []}
+
+
+def serve_docker_version(path: str, version: str) -> threading.Thread:
+    """A Docker socket at `path` that answers one GET /version as dockerd does (HTTP/1.0: the body, then close)."""
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += conn.recv(4096)
+        assert request.startswith(b"GET /version HTTP/1.0\r\n")
+        body = json.dumps({"Version": version, "ApiVersion": "1.45"}).encode()
+        conn.sendall(
+            b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        conn.close()
+        server.close()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_roles_read_script_asks_the_docker_socket(tmp_path):
+    """The read with $MNH_DOCKER_SOCKET and the role's probe: a socket that answers gives its version; none
+    there, the error; and section @@ engine-process in the shape the engine unit filter reads."""
+    constants = yaml.safe_load((REPO / "roles/docker_horovod/vars/main.yml").read_text())
+    script = constants["__docker_horovod_read_script"].replace(
+        "{{ __docker_horovod_engine_process_script }}", constants["__docker_horovod_engine_process_script"]
+    )
+    probe = constants["__docker_horovod_engine_probe"]
+    argv = ["sh", "-c", script, "read", str(tmp_path / "no-ca"), "no-such-ca-file-name", probe]
+    sock = str(tmp_path / "docker.sock")
+    env = dict(os.environ, MNH_DOCKER_SOCKET=sock)
+    thread = serve_docker_version(sock, "27.5.1")
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, timeout=30).stdout
+    thread.join(timeout=10)
+    engine = f.host_read(out)["engine"]
+    assert (engine["status"], engine["version"], engine["message"]) == (200, "27.5.1", "")
+    assert len(engine["process"]) == 4
+    assert engine["process"][3].startswith("cli=")
+    os.unlink(sock)
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, timeout=30).stdout
+    engine = f.host_read(out)["engine"]
+    assert engine["status"] == 0
+    assert "No such file or directory" in engine["message"]
+    # Without $MNH_DOCKER_SOCKET (the script alone, as the other tests run it) nothing is asked.
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    assert f.host_read(out)["engine"]["status"] is None
 
 
 @pytest.mark.parametrize("python", ["", "/usr/bin/python3", "python3.11"])
