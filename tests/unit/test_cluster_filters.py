@@ -415,8 +415,16 @@ def test_the_marker_scripts_write_read_and_remove(tmp_path):
         script = scripts[f"__horovod_marker_{name}_script"]
         return subprocess.run(["sh", "-c", script, "sh", *args], env=env, capture_output=True, text=True, check=True)
 
-    sh("write", "tok3n", *dirs)
-    assert cluster.cluster_marker_reads(sh("read", *dirs).stdout) == {dirs[0]: "tok3n", dirs[1]: "tok3n"}
+    # The write names the directories it wrote (the master's present ones: a missing one is left out).
+    written = sh("write", "tok3n", *dirs, str(tmp_path / "missing")).stdout
+    assert written.splitlines() == [f"wrote\t{d}" for d in dirs]
+    assert cluster.cluster_marker_reads(sh("read", "", *dirs).stdout) == {dirs[0]: "tok3n", dirs[1]: "tok3n"}
+    # With a file name first, the read also tries to write it (a worker's artifact directory), and removes it.
+    check = tmp_path / "artifacts" / ".write-check"
+    out = sh("read", str(check), *dirs).stdout
+    assert out.splitlines()[-1] == "writable" and not check.exists()
+    assert cluster.cluster_marker_reads(out) == {dirs[0]: "tok3n", dirs[1]: "tok3n"}
+    assert "writable" not in sh("read", str(tmp_path / "no-such-dir" / ".write-check"), *dirs).stdout.splitlines()
     sh("remove", *dirs)
-    reads = cluster.cluster_marker_reads(sh("read", *dirs).stdout)
+    reads = cluster.cluster_marker_reads(sh("read", "", *dirs).stdout)
     assert sorted(reads) == sorted(dirs) and all("No such file" in seen for seen in reads.values())
