@@ -95,7 +95,8 @@ def host_read(text: str) -> dict[str, Any]:
     """What tasks/assert.yml's one read command printed (vars/main.yml, __container_sshd_read_script):
     ``container``: the container's `docker inspect` (None when there is none); ``image_rc`` and
     ``image_output``: the image check's exit status and output; ``listeners``: the host's TCP listeners
-    (see listeners); ``top``: the container's process IDs, as `docker top NAME -o pid` printed them."""
+    (see listeners); ``top``: the container's process IDs, as `docker top NAME -o pid` printed them;
+    ``banner``: the first line sshd sent on the port (its SSH banner; empty when nothing answered)."""
     sections = _sections(text)
     try:
         inspected = json.loads("\n".join(sections.get("inspect", [])) or "[]")
@@ -109,6 +110,7 @@ def host_read(text: str) -> dict[str, Any]:
         "image_output": "\n".join(image[1:]).strip(),
         "listeners": listeners(sections.get("ss", [])),
         "top": sections.get("top", []),
+        "banner": next(iter(sections.get("banner", [])), "").strip(),
     }
 
 

@@ -4,8 +4,13 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import threading
+
 import pytest
-from checkout import load
+import yaml
+from checkout import REPO, load
 
 f = load("plugins/filter/container_sshd.py", "container_sshd_filters")
 
@@ -115,6 +120,8 @@ def test_host_read_splits_the_read_commands_sections():
             "@@ top",
             "PID",
             "4188",
+            "@@ banner",
+            "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r",
             "@@ files",
             "## 700 root:root /etc/multinode-horovod/sshd",
         ]
@@ -124,6 +131,7 @@ def test_host_read_splits_the_read_commands_sections():
     assert (read["image_rc"], read["image_output"]) == (1, "no /usr/sbin/sshd")
     assert read["listeners"] == [{"port": 22, "address": "0.0.0.0", "name": "sshd", "pid": 700}]
     assert read["top"] == ["PID", "4188"]
+    assert read["banner"] == "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3"
 
 
 def test_host_read_without_a_container():
@@ -132,3 +140,31 @@ def test_host_read_without_a_container():
     assert read["image_rc"] == 1
     assert read["listeners"] == [] and read["top"] == []
     assert f.host_read("")["container"] is None and f.host_read("")["image_rc"] == -1
+    assert read["banner"] == "" and f.host_read("@@ banner\n@@ files\n")["banner"] == ""
+
+
+def test_the_read_script_reads_the_banner_on_the_port(tmp_path):
+    """vars/main.yml's read on this machine (no container: docker finds none, or is not there) against a
+    port where a fake sshd sends its banner: section banner has it; a closed port gives none."""
+    script = yaml.safe_load((REPO / "roles/container_sshd/vars/main.yml").read_text())["__container_sshd_read_script"]
+    script = script.replace("{{ __container_sshd_dir }}", str(tmp_path / "sshd"))
+    script = script.replace("{{ __container_sshd_config }}", str(tmp_path / "sshd" / "sshd_config"))
+    assert "{{" not in script
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def banner() -> None:
+        conn, _ = server.accept()
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2p1 fake\r\n")
+        conn.recv(64)
+        conn.close()
+
+    thread = threading.Thread(target=banner, daemon=True)
+    thread.start()
+    argv = ["sh", "-c", script, "read", "mnh-no-such-container", "true", str(tmp_path), "127.0.0.1", str(port)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30).stdout
+    thread.join(timeout=10)
+    server.close()
+    assert f.host_read(out)["banner"] == "SSH-2.0-OpenSSH_9.2p1 fake"
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30).stdout
+    assert f.host_read(out)["banner"] == ""
