@@ -24,6 +24,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_v
     invalid_regexes,
     size_bytes,
 )
+from ansible_collections.multinode.horovod.plugins.module_utils.listing import section_lines
 
 # `lspci -n` line: "3b:00.0 0302: 10de:1db6 (rev a1)"; PCI class 03xx is a display controller
 # (0300 VGA, 0302 3D). NVIDIA's audio functions (0403) and NVSwitch bridges (0680) are not GPUs.
@@ -292,14 +293,13 @@ def host_read(text: str) -> dict[str, Any]:
     host_ca: dict[str, Any] = {"exists": False, "checksum": ""}
     registry_cas: list[str] = []
     packages: dict[str, str] = {}
-    engine: dict[str, Any] = {"status": None, "version": "", "message": "", "process": []}
-    process: list[str] | None = None
+    engine: dict[str, Any] = {
+        "status": None,
+        "version": "",
+        "message": "",
+        "process": section_lines(text, "engine-process") or [],
+    }
     for line in (text or "").splitlines():
-        if process is not None:
-            if not line.startswith(("@@ ", "## ")):
-                process.append(line)
-                continue
-            engine["process"], process = process, None
         kind, _, rest = line.partition(" ")
         if kind in ("dir", "file", "other") and rest:
             paths[rest] = kind
@@ -315,10 +315,6 @@ def host_read(text: str) -> dict[str, Any]:
             engine.update(status=int(status) if status.isdigit() else 0, version=version.strip(), message="")
         elif kind == "engine-silent":
             engine.update(status=0, version="", message=rest.strip())
-        elif line == "@@ engine-process":
-            process = []
-    if process is not None:
-        engine["process"] = process
     return {"paths": paths, "host_ca": host_ca, "registry_cas": registry_cas, "packages": packages, "engine": engine}
 
 

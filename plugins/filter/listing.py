@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils.listing import section_lines
+
 STAT_RE = re.compile(r"^## ([0-7]+) (\S+):(\S+) (.+)$")
 
 
@@ -58,15 +60,7 @@ def listed_texts(listing: str) -> dict[str, str]:
 def listed_lines(listing: str, name: str) -> list[str] | None:
     """The lines a read command printed in its section ``@@ NAME`` (up to the next ``@@``/``##`` line), or
     None when the listing has no such section."""
-    lines: list[str] | None = None
-    for line in (listing or "").splitlines():
-        if lines is not None and line.startswith(("@@ ", "## ")):
-            break
-        if lines is not None:
-            lines.append(line)
-        elif line == f"@@ {name}":
-            lines = []
-    return lines
+    return section_lines(listing, name)
 
 
 def listed_json(listing: str, name: str) -> Any:
