@@ -16,13 +16,21 @@ Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
   and client config rendered once), on every node, with ssh_trust_nodes as the site builds it (over every
   node's hostvars) and facts that stand for what the role reads on the hosts (one host
   key per node, all pinned);
-- baseline: the same play with as many empty tasks, Ansible's own cost per host and task (it starts a
-  worker for every host and task, even a set_fact), to tell the pin set's own work from it.
+- baseline: the same play with as many empty tasks, each on the hosts its task runs on (every node, or one
+  for a run_once task): Ansible's own cost per host and task (it starts a worker for every host and task,
+  even a set_fact), to tell the pin set's own work from it.
 
-The N nodes of the last two are inventory names with `ansible_connection: local`: the tasks are
+Each of the last three playbooks starts with the gate's play for partial runs, as every run of the site
+does: its `hosts:` templates one of the collection's filters in ansible-playbook's main process, so the
+workers forked for every host and task find the collection's filter files loaded (without it each worker
+that templates one loads them all again, about 25 ms per host and task here, which the site never pays).
+
+The N nodes of the last three are inventory names with `ansible_connection: local`: the tasks are
 controller-side (set_fact, templates), so nothing connects anywhere. Printed, not asserted: the time per
-size, the time per node added, and how the last step's per-node cost compares with the first's
-(about 1 when the work grows linearly; a quadratic part makes it grow with the size).
+size, the time per node added, how the last step's per-node cost compares with the first's (about 1 when
+the work grows linearly; a quadratic part makes it grow with the size), the least-squares fit
+a + b*N + c*N^2 over all sizes with the share of the N^2 part at the largest size (less noisy than two
+steps), and the pin set's own work per node at each size.
 """
 
 from __future__ import annotations
@@ -41,6 +49,9 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 SSH_TRUST = REPO / "roles" / "ssh_trust"
 PARTS = ("gate", "host lists", "ssh pin set", "baseline")
+# Seconds added from the smallest to the largest size below which a part is flat: the runs' noise on a
+# 2-core machine (the same run varies by about 0.3 s), which a fit would read as a curve.
+FLAT = 0.5
 # The port in the pins: any (nothing listens), only the known_hosts lines carry it.
 PORT = 2222
 # The role's decision tasks, by file and name, as tests/unit/test_ssh_trust_filters.py runs them.
@@ -48,12 +59,13 @@ SSH_TRUST_TASKS = {
     "assert.yml": [
         "Read the node list once for the whole play",
         "Check the role's inputs",
+        "Check the role's inputs on a host whose settings differ from the first host's",
         "Name the nodes and those that hold a key",
     ],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
     "main.yml": [
-        "Collect the key nodes' public keys",
-        "Decide which keys to authorise, which to remove, and from where",
+        "Collect the key nodes' public keys and the nodes' addresses",
+        "Decide which keys to remove, and from where",
         "Render the pinned known_hosts and the ssh client configuration once for every node",
     ],
 }
@@ -106,10 +118,16 @@ def local_inventory(nodes: int, path: Path) -> Path:
     return write_inventory(hosts, {"horovod_slots": 8}, path)
 
 
-def site_play(name: str) -> dict[str, Any]:
-    """A play of playbooks/site.yml, by name."""
-    plays = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
+def site_play(name: str, playbook: str = "site.yml") -> dict[str, Any]:
+    """A play of playbooks/site.yml (or another playbook there), by name."""
+    plays = yaml.safe_load((REPO / "playbooks" / playbook).read_text())
     return next(play for play in plays if play.get("name") == name)
+
+
+def after_gate(plays: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`plays` after the gate's play for partial runs, which every run of the site goes through first (on a
+    sound inventory it has no hosts; its `hosts:` loads the collection's filters in the main process)."""
+    return [site_play("Validate the inventory on partial runs", "gate.yml"), *plays]
 
 
 def role_vars(play: dict[str, Any], role: str) -> dict[str, Any]:
@@ -264,17 +282,43 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
 
 
 def baseline_play(nodes: int) -> list[dict[str, Any]]:
-    """The pin set's play with its tasks replaced by as many empty ones: Ansible's own cost per host and
-    task (a worker per host and task, even for set_fact), which the pin set's own work comes on top of."""
+    """The pin set's play with the role's tasks and the bench's check replaced by as many empty ones:
+    Ansible's own cost per host and task (a worker per host and task, even for set_fact), which the pin
+    set's own work comes on top of. The facts that stand for the hosts' reads stay: they are the bench's,
+    not the role's work."""
     play = ssh_trust_play(nodes)[0]
-    count = len(play["tasks"])
+    facts, *others = play["tasks"]
     return [
         {
             **play,
             "name": "Ansible's own cost of the pin set's play",
-            "tasks": [{"name": f"Empty task {i}", "ansible.builtin.set_fact": {"__empty": i}} for i in range(count)],
+            # Each on the hosts its task runs on: every node, or one (run_once).
+            "tasks": [
+                facts,
+                *(
+                    {"name": f"Empty task {i}", "ansible.builtin.set_fact": {"__empty": i}}
+                    | ({"run_once": True} if task.get("run_once") else {})
+                    for i, task in enumerate(others)
+                ),
+            ],
         }
     ]
+
+
+def quadratic_fit(rows: list[tuple[int, float]]) -> tuple[float, float, float]:
+    """Least squares a + b*N + c*N**2 through (N, seconds); needs 3 distinct sizes."""
+    sums = [sum(n**k for n, _ in rows) for k in range(5)]
+    rhs = [sum(t * n**k for n, t in rows) for k in range(3)]
+    matrix = [[sums[i + j] for j in range(3)] + [rhs[i]] for i in range(3)]
+    for col in range(3):  # Gauss-Jordan elimination with partial pivoting
+        pivot = max(range(col, 3), key=lambda r: abs(matrix[r][col]))
+        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
+        for row in range(3):
+            if row != col:
+                factor = matrix[row][col] / matrix[col][col]
+                matrix[row] = [x - factor * y for x, y in zip(matrix[row], matrix[col], strict=True)]
+    a, b, c = (matrix[i][3] / matrix[i][i] for i in range(3))
+    return a, b, c
 
 
 def timed(argv: list[str]) -> float:
@@ -301,9 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             gate_inv = gate_inventory(size, tmp / f"gate-{size}.yml")
             local_inv = local_inventory(size, tmp / f"local-{size}.yml")
-            (tmp / f"lists-{size}.yml").write_text(yaml.safe_dump(host_lists_play(), sort_keys=False))
-            (tmp / f"ssh-{size}.yml").write_text(yaml.safe_dump(ssh_trust_play(size), sort_keys=False))
-            (tmp / f"base-{size}.yml").write_text(yaml.safe_dump(baseline_play(size), sort_keys=False))
+            for name, plays in (
+                ("lists", host_lists_play()),
+                ("ssh", ssh_trust_play(size)),
+                ("base", baseline_play(size)),
+            ):
+                (tmp / f"{name}-{size}.yml").write_text(yaml.safe_dump(after_gate(plays), sort_keys=False))
             runs = {
                 "gate": [
                     "ansible-playbook", "site.yml", "-i", str(gate_inv), "--tags", "validate", "--skip-tags", "probe",
@@ -338,13 +385,25 @@ def main(argv: list[str] | None = None) -> int:
                 f"    per node: {first * 1000:.1f} ms from {s0} to {s1} nodes, {last * 1000:.1f} ms from {s2} to {s3}"
                 f" (x{ratio:.1f}; about 1 is linear)"
             )
+            a, b, c = quadratic_fit(rows)
+            if t3 - t0 < FLAT:
+                print(f"    flat: {t3 - t0:+.2f}s from {s0} to {s3} nodes (within the noise, no fit)")
+            else:
+                print(
+                    f"    fitted {a:.2f} s + {b * 1000:.1f} ms x N + {c * 1e6:.1f} us x N^2: the N^2 part is"
+                    f" {c * s3 * s3 / t3 * 100:.0f}% of the time at {s3} nodes (0 or below: linear)"
+                )
     if not {"ssh pin set", "baseline"} <= set(parts):
         return 0
     pins = dict(results["ssh pin set"])
     base = dict(results["baseline"])
-    print("  the pin set's own work (ssh pin set minus baseline, the same play with empty tasks):")
+    print(
+        "  the pin set's own work (ssh pin set minus baseline, the same play with empty tasks; the same per node"
+        " at every size is linear):"
+    )
     for size in sizes:
-        print(f"    {size:3d} nodes  {pins[size] - base[size]:5.2f}s")
+        own = pins[size] - base[size]
+        print(f"    {size:3d} nodes  {own:5.2f}s  ({own / size * 1000:5.1f} ms per node)")
     return 0
 
 

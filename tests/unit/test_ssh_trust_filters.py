@@ -478,12 +478,15 @@ def test_the_filters_are_registered():
 
 
 def test_vars_main_holds_constants_only():
-    """Every template in vars/main.yml names only other variables of that file."""
+    """Every template in vars/main.yml names only other variables of that file, or (the settings the input
+    check reads) the role's own inputs: nothing a play or a host sets."""
     constants = yaml.safe_load((REPO / "roles/ssh_trust/vars/main.yml").read_text())
+    inputs = set(yaml.safe_load((REPO / "roles/ssh_trust/defaults/main.yml").read_text()))
     for name, value in constants.items():
         assert "{%" not in str(value), name
         used = {expression.strip() for expression in re.findall(r"{{(.*?)}}", str(value))}
-        assert used <= set(constants), (name, used - set(constants))
+        allowed = set(constants) | (inputs if name == "__ssh_trust_settings" else set())
+        assert used <= allowed, (name, used - allowed)
 
 
 # --- the role's own tasks, through ansible-playbook ----------------------------------------------
@@ -494,8 +497,8 @@ ROLE_TASKS = {
     "assert.yml": ["Read the node list once for the whole play", "Name the nodes and those that hold a key"],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
     "main.yml": [
-        "Collect the key nodes' public keys",
-        "Decide which keys to authorise, which to remove, and from where",
+        "Collect the key nodes' public keys and the nodes' addresses",
+        "Decide which keys to remove, and from where",
     ],
     "verify.yml": ["Read every node's row of the ssh matrix", "Print the ssh matrix"],
 }
@@ -561,6 +564,8 @@ def role_playbook(case: dict[str, Any], out: Path) -> list[dict[str, Any]]:
             "hosts": "all",
             "gather_facts": False,
             "vars": {
+                # The role's defaults, then the sample's inputs.
+                **yaml.safe_load((REPO / "roles/ssh_trust/defaults/main.yml").read_text()),
                 "sample": inp,
                 "ssh_trust_nodes": inp["ssh_trust_nodes"],
                 "ssh_trust_master": inp["ssh_trust_master"],
@@ -611,6 +616,87 @@ def test_the_roles_tasks_decide_as_the_jinja_did(case, tmp_path):
             for key in inp["hostvars"][node["name"]]["__ssh_trust_host_keys"]
         ]
         assert [line for line in got["known_hosts"].splitlines() if line and not line.startswith("#")] == pinned
+
+
+INPUT_CHECK = [
+    "Read the node list once for the whole play",
+    "Check the role's inputs",
+    "Check the role's inputs on a host whose settings differ from the first host's",
+]
+
+
+def run_input_check(tmp_path: Path, inventory: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """tasks/assert.yml's input checks on local hosts: the role's defaults and the cluster's node list as
+    group variables, a host's own settings as its host variables (which beat them, as in an inventory)."""
+    play = {
+        "name": "ssh_trust's input check",
+        "hosts": "all",
+        "gather_facts": False,
+        "vars_files": [str(REPO / "roles/ssh_trust/vars/main.yml")],
+        "tasks": [role_task("assert.yml", name) for name in INPUT_CHECK],
+    }
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play], sort_keys=False))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run(
+        ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def input_check_inventory(nodes: list[dict[str, Any]], **host_vars: dict[str, Any]) -> dict[str, Any]:
+    defaults = yaml.safe_load((REPO / "roles/ssh_trust/defaults/main.yml").read_text())
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    return {
+        "all": {
+            "vars": {**defaults, "ssh_trust_nodes": nodes, "ssh_trust_master": "h1"},
+            "hosts": {f"h{i}": {**local, **host_vars.get(f"h{i}", {})} for i in (1, 2, 3)},
+        }
+    }
+
+
+CHECKED_NODES = [{"name": f"h{i}", "address": f"192.0.2.{i}"} for i in (1, 2, 3)]
+
+
+def task_lines(output: str, task: str) -> list[str]:
+    """The result lines ("ok: [h1]", "skipping: [h2]", "fatal: [h3]: ...") printed under a task."""
+    section = output.split(f"TASK [{task}]", 1)[1].split("\nTASK [", 1)[0].split("\nPLAY RECAP", 1)[0]
+    return [line for line in section.splitlines() if re.match(r"(ok|skipping|fatal|changed): \[", line)]
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_the_node_list_is_checked_once_and_a_sound_cluster_checks_nothing_per_host(tmp_path):
+    run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES))
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert task_lines(run.stdout, INPUT_CHECK[1]) == ["ok: [h1]"]
+    assert sorted(task_lines(run.stdout, INPUT_CHECK[2])) == ["skipping: [h1]", "skipping: [h2]", "skipping: [h3]"]
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_bad_node_list_stops_every_host(tmp_path):
+    run = run_input_check(tmp_path, input_check_inventory([*CHECKED_NODES, {"name": "h1", "address": "192.0.2.9"}]))
+    assert run.returncode != 0
+    assert "ssh_trust_nodes: the name 'h1' is used twice" in run.stdout
+    recap = run.stdout.split("PLAY RECAP", 1)[1]
+    # Failed on the first host, and no host went on to the next task.
+    assert re.search(r"h1\s*:.*failed=1", recap), recap
+    assert f"TASK [{INPUT_CHECK[2]}]" not in run.stdout
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_host_whose_own_setting_is_bad_is_stopped(tmp_path):
+    run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES, h2={"ssh_trust_port": 0}))
+    assert run.returncode != 0
+    lines = sorted(task_lines(run.stdout, INPUT_CHECK[2]))
+    assert lines[0].startswith("fatal: [h2]") and lines[1:] == ["skipping: [h1]", "skipping: [h3]"], lines
+    assert "ssh_trust_port: 0 is not a TCP port" in run.stdout
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_host_whose_own_sound_setting_differs_passes(tmp_path):
+    run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES, h3={"ssh_trust_connect_timeout": 30}))
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert sorted(task_lines(run.stdout, INPUT_CHECK[2])) == ["ok: [h3]", "skipping: [h1]", "skipping: [h2]"]
 
 
 def read_command_tree(tmp_path: Path) -> tuple[list[str], Path, Path]:

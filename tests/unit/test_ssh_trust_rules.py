@@ -47,12 +47,14 @@ def test_the_inputs_match_the_role_defaults():
 
 def test_the_assert_task_passes_every_input_the_rules_read():
     task = (REPO / "roles/ssh_trust/tasks/assert.yml").read_text()
-    # The node list is read once per run (run_once) into __ssh_trust_node_list, which the check reads.
-    given = {"ssh_trust_nodes": "__ssh_trust_node_list"}
+    settings = yaml.safe_load((REPO / "roles/ssh_trust/vars/main.yml").read_text())["__ssh_trust_settings"]
+    # The node list is read once per run (run_once) into __ssh_trust_node_list; the other inputs are the
+    # role's settings (vars/main.yml), each the variable of its name.
     assert '__ssh_trust_node_list: "{{ ssh_trust_nodes }}"' in task
-    for name in GOOD:
-        value = given.get(name, name)
-        assert f"'{name}': {value}," in task or f"'{name}': {value}}}" in task, name
+    assert task.count("{'ssh_trust_nodes': __ssh_trust_node_list} | combine(__ssh_trust_settings)") == 2
+    assert {"ssh_trust_nodes", *settings} == set(GOOD)
+    for name, value in settings.items():
+        assert value == f"{{{{ {name} }}}}", name
 
 
 @pytest.mark.parametrize(
