@@ -51,6 +51,12 @@ def backend(device: torch.device) -> str:
     return "mpi" if hvd.mpi_enabled() else "gloo"
 
 
+def nccl_version() -> str:
+    """NCCL's version as torch reports it: a tuple (torch 1.10 and later), a packed number before."""
+    version = torch.cuda.nccl.version()
+    return ".".join(map(str, version)) if isinstance(version, tuple | list) else str(version)
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -91,7 +97,7 @@ def main() -> None:
             "torch": torch.__version__,
             "python": platform.python_version(),
             "cuda": torch.version.cuda if device.type == "cuda" else None,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else None,
+            "nccl": nccl_version() if device.type == "cuda" else None,
             "hosts_by_rank": hosts,
             "results": results,
         }
