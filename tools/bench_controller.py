@@ -58,8 +58,8 @@ PORT = 2222
 SSH_TRUST_TASKS = {
     "assert.yml": [
         "Read the node list once for the whole play",
+        "Check the node list once, with the first host's settings",
         "Check the role's inputs",
-        "Check the role's inputs on a host whose settings differ from the first host's",
         "Name the nodes and those that hold a key",
     ],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],

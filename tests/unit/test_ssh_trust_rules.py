@@ -51,7 +51,7 @@ def test_the_assert_task_passes_every_input_the_rules_read():
     # The node list is read once per run (run_once) into __ssh_trust_node_list; the other inputs are the
     # role's settings (vars/main.yml), each the variable of its name.
     assert '__ssh_trust_node_list: "{{ ssh_trust_nodes }}"' in task
-    assert task.count("{'ssh_trust_nodes': __ssh_trust_node_list} | combine(__ssh_trust_settings)") == 2
+    assert task.count("{'ssh_trust_nodes': __ssh_trust_node_list} | combine(__ssh_trust_settings)") == 2  # once; again
     assert {"ssh_trust_nodes", *settings} == set(GOOD)
     for name, value in settings.items():
         assert value == f"{{{{ {name} }}}}", name
