@@ -673,7 +673,15 @@ def test_the_node_list_is_checked_once_and_every_host_checks_its_inputs(tmp_path
     run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES))
     assert run.returncode == 0, run.stdout[-4000:]
     assert task_lines(run.stdout, INPUT_CHECK[1]) == ["ok: [h1]"]
-    assert task_lines(run.stdout, INPUT_CHECK[2]) == ["ok: [h1]", "ok: [h2]", "ok: [h3]"]
+    # Nothing to add on hosts that share the first host's settings.
+    assert task_lines(run.stdout, INPUT_CHECK[2]) == ["skipping: [h1]", "skipping: [h2]", "skipping: [h3]"]
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_host_whose_own_sound_setting_differs_checks_again_and_passes(tmp_path):
+    run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES, h3={"ssh_trust_connect_timeout": 30}))
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert task_lines(run.stdout, INPUT_CHECK[2]) == ["ok: [h3]", "skipping: [h1]", "skipping: [h2]"]
 
 
 @pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
@@ -706,7 +714,7 @@ def test_a_host_whose_own_setting_is_bad_is_stopped(tmp_path):
     run = run_input_check(tmp_path, input_check_inventory(CHECKED_NODES, h2={"ssh_trust_port": 0}))
     assert run.returncode != 0
     lines = task_lines(run.stdout, INPUT_CHECK[2])
-    assert [line[:12] for line in lines] == ["fatal: [h2]:", "ok: [h1]", "ok: [h3]"], lines
+    assert [line[:12] for line in lines] == ["fatal: [h2]:", "skipping: [h", "skipping: [h"], lines
     assert "ssh_trust_port: 0 is not a TCP port" in run.stdout
 
 
