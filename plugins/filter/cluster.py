@@ -121,18 +121,6 @@ def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapp
     }
 
 
-def cluster_marker_reads(text: str) -> dict[str, str]:
-    """``{directory: what its marker held}`` from the shared-storage checks' read (vars/cluster.yml,
-    __horovod_marker_read_script): one line per directory, the directory, a tab, and the marker's first
-    line or cat's error, stripped. A directory without a line is absent."""
-    reads = {}
-    for line in (text or "").splitlines():
-        directory, tab, seen = line.partition("\t")
-        if tab:
-            reads[directory] = seen.strip()
-    return reads
-
-
 class FilterModule:
     """Inventory contract filters."""
 
@@ -140,7 +128,6 @@ class FilterModule:
         return {
             "cluster_gate": cluster_gate,
             "cluster_image_ids": cluster_image_ids,
-            "cluster_marker_reads": cluster_marker_reads,
             "cluster_node_ips": cluster_node_ips,
             "cluster_nodes": cluster_nodes,
             "cluster_probe_sections": cluster_probe_sections,

@@ -4,14 +4,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
-from checkout import REPO, load
+from checkout import load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
 
@@ -390,41 +386,3 @@ def test_node_ips_by_address_or_resolved_name_without_loopback():
     ]
     assert cluster.cluster_node_ips(nodes, resolved) == {"a": ["10.0.0.1"], "b": ["10.0.0.2"], "c": [], "d": []}
     assert cluster.cluster_node_ips(nodes[:1], []) == {"a": ["10.0.0.1"]}
-
-
-def test_marker_reads_by_directory():
-    text = "/srv/share\tAbC123\n/srv/artifacts\tcat: /srv/artifacts/.m: No such file or directory\n/srv/empty\t\n"
-    assert cluster.cluster_marker_reads(text) == {
-        "/srv/share": "AbC123",
-        "/srv/artifacts": "cat: /srv/artifacts/.m: No such file or directory",
-        "/srv/empty": "",
-    }
-    assert cluster.cluster_marker_reads("") == {}
-    assert cluster.cluster_marker_reads("no tab here") == {}
-
-
-def test_the_marker_scripts_write_read_and_remove(tmp_path):
-    # The site's three scripts (vars/cluster.yml), run here on two directories of their own.
-    scripts = yaml.safe_load((REPO / "playbooks/vars/cluster.yml").read_text())
-    dirs = [str(tmp_path / "share"), str(tmp_path / "artifacts")]
-    for d in dirs:
-        Path(d).mkdir()
-    env = {**os.environ, "MARKER": ".marker"}
-
-    def sh(name, *args):
-        script = scripts[f"__horovod_marker_{name}_script"]
-        return subprocess.run(["sh", "-c", script, "sh", *args], env=env, capture_output=True, text=True, check=True)
-
-    # The write names the directories it wrote (the master's present ones: a missing one is left out).
-    written = sh("write", "tok3n", *dirs, str(tmp_path / "missing")).stdout
-    assert written.splitlines() == [f"wrote\t{d}" for d in dirs]
-    assert cluster.cluster_marker_reads(sh("read", "", *dirs).stdout) == {dirs[0]: "tok3n", dirs[1]: "tok3n"}
-    # With a file name first, the read also tries to write it (a worker's artifact directory), and removes it.
-    check = tmp_path / "artifacts" / ".write-check"
-    out = sh("read", str(check), *dirs).stdout
-    assert out.splitlines()[-1] == "writable" and not check.exists()
-    assert cluster.cluster_marker_reads(out) == {dirs[0]: "tok3n", dirs[1]: "tok3n"}
-    assert "writable" not in sh("read", str(tmp_path / "no-such-dir" / ".write-check"), *dirs).stdout.splitlines()
-    sh("remove", *dirs)
-    reads = cluster.cluster_marker_reads(sh("read", "", *dirs).stdout)
-    assert sorted(reads) == sorted(dirs) and all("No such file" in seen for seen in reads.values())

@@ -309,3 +309,29 @@ def test_marker_entries_are_path_equals_token():
     for bad in ["/data1/share/.m", "=abc", "/x="]:
         with pytest.raises(probe.argparse.ArgumentTypeError):
             probe.marker_entry(bad)
+
+
+def test_the_probe_never_opens_what_root_on_a_worker_planted_at_a_marker(tmp_path):
+    # Root on a worker may replace a marker on the share by a link to a file of the master's, or a FIFO
+    # (which a blocking open would wait on forever): neither is read, and the link's target is not touched.
+    secret = tmp_path / "shadow"
+    secret.write_text("t0k3n\n")
+    link, fifo = tmp_path / ".marker-link", tmp_path / ".marker-fifo"
+    link.symlink_to(secret)
+    os.mkfifo(fifo)
+    assert probe.probe([], [], [(str(link), "t0k3n"), (str(fifo), "t0k3n")])["markers"] == {
+        str(link): "not a regular file",
+        str(fifo): "not a regular file",
+    }
+
+
+def test_the_probe_writes_its_marker_under_a_fresh_name_only(tmp_path, monkeypatch):
+    # A name that is there already (a link planted in a race) is not written through: no marker there.
+    share, target = tmp_path / "share", tmp_path / "unit.service"
+    share.mkdir()
+    monkeypatch.setattr(probe.secrets, "token_hex", lambda _: "f" * 32)
+    (share / f".multinode-horovod-preflight-{'f' * 12}").symlink_to(target)
+    with probe.share_marker([str(share)]) as markers:
+        assert markers == []
+    assert not target.exists()
+

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import array
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -33,6 +34,7 @@ import secrets
 import shlex
 import shutil
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -150,14 +152,24 @@ def horovod_version() -> str:
 
 
 def marker_state(path: str, token: str) -> str:
-    """ "ok" when `path` holds `token`, "missing" when there is no such file, "different" else."""
+    """ "ok" when `path` holds `token`, "missing" when there is no such file, "different" else.
+
+    Root on a worker may replace the marker on the share: a link, a FIFO or a device there is not
+    opened through or read (as plugins/modules/share_marker.py reads the site's markers)."""
     try:
-        with open(path) as handle:
-            return "ok" if handle.read(256).strip() == token else "different"
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         return "missing"
     except OSError as exc:
+        return "not a regular file" if exc.errno == errno.ELOOP else f"unreadable: {exc.strerror}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        return "ok" if os.read(fd, 256).strip() == token.encode() else "different"
+    except OSError as exc:
         return f"unreadable: {exc.strerror}"
+    finally:
+        os.close(fd)
 
 
 def probe(addresses: list[str], paths: list[str], markers: Sequence[Marker] = ()) -> dict[str, object]:
@@ -263,12 +275,14 @@ def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
             if not directory or not os.path.isdir(directory):
                 continue
             path = os.path.join(directory, f".multinode-horovod-preflight-{token[:12]}")
+            # A fresh name, created exclusively: never written through what someone planted there.
             try:
-                with open(path, "w") as handle:
-                    handle.write(token + "\n")
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY, 0o644)
             except OSError:
                 continue
             markers.append((path, token))
+            with os.fdopen(fd, "w") as handle:
+                handle.write(token + "\n")
         yield markers
     finally:
         for path, _ in markers:
