@@ -33,6 +33,7 @@ ARGV_KEYS = (
     "controller",
     "nics",
     "run_dir",
+    "rank_env",
     "verbose",
     "extra_args",
     "command",
@@ -71,7 +72,9 @@ def horovodrun_argv(run: Mapping[str, Any]) -> list[str]:
     ``-H`` names the hosts, or, for an elastic run, ``--min-np``/``--max-np``, the discovery script and the
     cooldown range do. ``--output-filename`` (the rank logs in the run's directory) only with two processes
     or more: horovodrun's Gloo launcher fails on it with one (log10(0) in _pad_rank), and that run's output
-    stays in launcher.log.
+    stays in launcher.log. With ``rank_env`` (the run's rank-env.sh, when it has an environment) every
+    rank runs the command through it: it loads the environment from a root-only file on its node, which
+    keeps the values off every command line (horovodrun puts its own environment on each rank's).
     """
     if not isinstance(run, Mapping):
         raise AnsibleFilterError(f"horovodrun_argv expects a mapping, got {type(run).__name__}")
@@ -95,7 +98,8 @@ def horovodrun_argv(run: Mapping[str, Any]) -> list[str]:
         argv += ["--output-filename", str(run["run_dir"])]
     if run["verbose"]:
         argv.append("--verbose")
-    return argv + [str(arg) for arg in run["extra_args"]] + [str(arg) for arg in run["command"]]
+    loader = ["sh", str(run["rank_env"])] if run["rank_env"] else []
+    return argv + [str(arg) for arg in run["extra_args"]] + loader + [str(arg) for arg in run["command"]]
 
 
 PLAN_KEYS = (

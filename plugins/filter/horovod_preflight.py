@@ -38,6 +38,7 @@ SETTINGS = (
     "share_dir",  # horovod_launch_share_dir
     "master_image",  # the image ID of the master's container
     "other_image_ids",  # {host: image ID} of the other containers that were read
+    "ssh_wrapper",  # the ssh wrapper that pins host keys, as the master's container sees it
 )
 
 
@@ -67,6 +68,14 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
             f"horovod_launch_controller is {s['controller']} and horovod_launch_required_frameworks is "
             f"{json.dumps(list(s['required_frameworks']))}. Choose from what the image has, or use an image built "
             "with them (docker_horovod_image)."
+        )
+    found = report.get("ssh", "")
+    if found != s["ssh_wrapper"]:
+        problems.append(
+            f"{me}: horovodrun in the container '{s['container']}' would run {found or 'no ssh'} instead of the "
+            f"ssh wrapper {s['ssh_wrapper']}, which forces host key checking against the pinned known_hosts "
+            "(horovodrun turns it off on its command line). Run multinode.horovod.ssh_trust for the cluster "
+            "(site.yml --tags ssh), which writes it into the host directory the container mounts."
         )
     local_names = report.get("local_names") or []
     if len(local_names) > 1:

@@ -33,3 +33,5 @@ CONTAINER_SSH_DIR = "/root/.ssh"
 CONTAINER_CA = f"{CONTAINER_OWN_DIR}/extra-ca.crt"
 # The master's key in its container (ssh_trust makes it, horovod_launch passes it to horovodrun -i).
 SSH_KEY_FILE = f"{CONTAINER_SSH_DIR}/id_ed25519"
+# The ssh wrapper that forces host key checking (ssh_trust writes it, horovod_launch puts it first on PATH).
+SSH_WRAPPER = f"{CONTAINER_SSH_DIR}/bin/ssh"

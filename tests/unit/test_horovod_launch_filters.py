@@ -30,6 +30,7 @@ RUN = {
     "controller": "gloo",
     "nics": [],
     "run_dir": "/data1/artifacts/runs/r1",
+    "rank_env": "",
     "verbose": False,
     "extra_args": [],
     "command": ["python3", "train.py", "--epochs", 3],
@@ -127,6 +128,14 @@ def test_interfaces_verbose_extra_args_then_the_command():
         "--epochs",
         "3",
     ]
+
+
+def test_a_run_with_an_environment_starts_every_rank_through_its_loader():
+    # horovodrun puts its own environment on each rank's command line: the run's environment is not in
+    # it, each rank loads it from a root-only file through the run's rank-env.sh.
+    argv = f.horovodrun_argv({**RUN, "rank_env": "/data1/artifacts/runs/r1/rank-env.sh"})
+    assert argv[-6:] == ["sh", "/data1/artifacts/runs/r1/rank-env.sh", "python3", "train.py", "--epochs", "3"]
+    assert f.horovodrun_argv(RUN)[-4:] == ["python3", "train.py", "--epochs", "3"]
 
 
 def test_every_key_is_required():

@@ -335,3 +335,20 @@ def test_the_probe_writes_its_marker_under_a_fresh_name_only(tmp_path, monkeypat
         assert markers == []
     assert not target.exists()
 
+
+def test_the_probe_tells_which_ssh_the_launch_script_would_run(tmp_path, monkeypatch):
+    # The launch script puts the wrapper's directory first on PATH: the wrapper wins while it is there,
+    # else the PATH's ssh is what horovodrun would run (and the preflight refuses it).
+    wrapper_dir, system = tmp_path / "ssh-bin", tmp_path / "usr-bin"
+    wrapper_dir.mkdir()
+    system.mkdir()
+    (system / "ssh").write_text("#!/bin/sh\n")
+    (system / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", str(system))
+    assert probe.ssh_found(str(wrapper_dir / "ssh")) == str(system / "ssh")
+    (wrapper_dir / "ssh").write_text("#!/bin/sh\n")
+    (wrapper_dir / "ssh").chmod(0o755)
+    assert probe.ssh_found(str(wrapper_dir / "ssh")) == str(wrapper_dir / "ssh")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    (wrapper_dir / "ssh").unlink()
+    assert probe.ssh_found(str(wrapper_dir / "ssh")) == ""

@@ -47,6 +47,7 @@ SETTINGS_OK: dict[str, Any] = {
     "share_dir": "/data1/share",
     "master_image": "sha256:aaa",
     "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
+    "ssh_wrapper": "/root/.ssh/bin/ssh",
 }
 
 
@@ -70,6 +71,7 @@ def node(name: str, address: str, **extra: Any) -> dict[str, Any]:
 def report() -> dict[str, Any]:
     return {
         "check_build": {"rc": 0, "stdout": CHECK_BUILD, "stderr": ""},
+        "ssh": "/root/.ssh/bin/ssh",
         "local": node("node-a", "10.0.0.1"),
         "local_names": ["node-a"],
         "remotes": [
@@ -228,6 +230,17 @@ def test_every_problem_of_the_second_stage_is_shown_at_once():
     rep = remote(report(), "node-b", horovod_version="0.27.0", shm_bytes=1)
     problems = judge(rep)["problems"]
     assert len(problems) == 2, problems
+
+
+@pytest.mark.parametrize("found", ["/usr/bin/ssh", "/opt/evil/ssh", ""])
+def test_a_master_whose_horovodrun_would_not_run_the_ssh_wrapper_is_refused(found):
+    # A recreated container has lost the wrapper's link; without the mounted wrapper, the launch script's
+    # PATH would find the real ssh, which horovodrun tells to skip host key checking.
+    rep = report()
+    rep["ssh"] = found
+    [problem] = judge(rep)["problems"]
+    assert problem.startswith(f"node-a: horovodrun in the container 'horovod' would run {found or 'no ssh'} instead")
+    assert "/root/.ssh/bin/ssh" in problem and "ssh_trust" in problem
 
 
 def test_named_interfaces_are_used_as_given():

@@ -137,6 +137,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/docker_horovod/vars/main.yml", "SSHD_DIR"): (1, DEFINITION),
     ("roles/docker_horovod/vars/main.yml", "SSH_DIR"): (1, DEFINITION),
     ("roles/ssh_trust/vars/main.yml", "CONTAINER_SSH_DIR"): (2, "__ssh_trust_container_dir, and its comment"),
+    ("roles/horovod_launch/vars/main.yml", "CONTAINER_SSH_DIR"): (2, "__horovod_launch_ssh_wrapper, and its comment"),
     ("roles/ssh_trust/vars/main.yml", "SSHD_DIR"): (1, DEFINITION),
     ("roles/ssh_trust/vars/main.yml", "SSH_DIR"): (1, DEFINITION),
     ("roles/container_sshd/tasks/assert.yml", "SSH_PORT"): (1, MESSAGE),
@@ -196,6 +197,7 @@ ROLE_CONSTANTS = {
         "__ssh_trust_container_dir": defaults.CONTAINER_SSH_DIR,
         "__ssh_trust_host_key_dir": defaults.SSHD_DIR,
     },
+    "horovod_launch": {"__horovod_launch_ssh_wrapper": defaults.SSH_WRAPPER},
 }
 # Role defaults that are shared values without a site setting of their own.
 ROLE_DEFAULTS = {("horovod_launch", "horovod_launch_ssh_identity_file"): defaults.SSH_KEY_FILE}

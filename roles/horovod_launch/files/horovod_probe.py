@@ -341,6 +341,14 @@ def _survey(
     return report
 
 
+def ssh_found(wrapper: str) -> str:
+    """The ssh horovodrun runs here once the launch script put the wrapper's directory first on PATH
+    ("" when there is none): the wrapper itself while it is there (the host directory ssh_trust fills,
+    mounted in the container), else whatever ssh the PATH holds."""
+    path = os.pathsep.join([os.path.dirname(wrapper), os.environ.get("PATH", "")])
+    return shutil.which("ssh", path=path) or ""
+
+
 def host_entry(text: str) -> tuple[str, str]:
     name, sep, address = text.rpartition("=")
     if not sep or not name or not address:
@@ -374,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ssh-argv", default="[]", help="JSON list: the ssh command that reaches the other hosts")
     parser.add_argument("--remote-timeout", type=float, default=90, help="seconds one other host may take to answer")
     parser.add_argument("--check-build", action="store_true", help="add horovodrun --check-build (cached)")
+    parser.add_argument(
+        "--ssh-wrapper", default="", help="on the master: the ssh wrapper the launch script puts first on PATH"
+    )
     args = parser.parse_args(argv)
     if args.host:
         report = survey(
@@ -384,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
             args.check_build,
             shares=args.share_marker,
         )
+        if args.ssh_wrapper:
+            report["ssh"] = ssh_found(args.ssh_wrapper)
     else:
         report = probe(args.address, args.path, args.marker)
         if args.check_build:
