@@ -21,6 +21,7 @@ whatever ``--limit``, ``--tags`` or ``--start-at-task`` say (docs/architecture.m
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import ipaddress
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
+import jinja2.sandbox
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
@@ -756,20 +759,29 @@ def _overridden(
         )
 
 
-def _resolve(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Role defaults that refer to other role variables ("{{ horovod_launch_share_dir }}/runs"), rendered
-    as Ansible would (the inventory's own values reach the gate already templated)."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+def _resolve(inputs: Mapping[str, Any], templated: Iterable[str]) -> dict[str, Any]:
+    """`inputs` with the role defaults named in `templated` rendered as Ansible renders them
+    ("{{ horovod_launch_share_dir }}/runs").
+
+    Only those are rendered, each once, after the defaults it refers to: every other value is what the
+    role gets, already templated by Ansible or raw text the inventory marked ``!unsafe``, and text that
+    a default takes in from one of them is never rendered again."""
+    # Only the collection's own defaults are rendered; the sandbox keeps even those from Python's internals.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
     out = dict(inputs)
-    for _ in range(3):  # defaults may refer to defaults
-        pending = {k: v for k, v in out.items() if isinstance(v, str) and "{{" in v}
-        if not pending:
-            break
-        for name, value in pending.items():
+    pending: dict[str, set[str]] = {}
+    for name in templated:
+        value = out.get(name)
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
             try:
-                out[name] = env.from_string(value).render(out)
+                pending[name] = set(jinja2.meta.find_undeclared_variables(env.parse(value)))
             except jinja2.TemplateError:
                 continue
+    while ready := [name for name, refs in pending.items() if not refs & set(pending)]:
+        for name in ready:
+            del pending[name]
+            with contextlib.suppress(jinja2.TemplateError):  # left as it is: the role's check reports it
+                out[name] = env.from_string(out[name]).render(out)
     return out
 
 
@@ -780,8 +792,9 @@ def _role_problems(
     spec = role_spec(role)
     lines = []
     own = {name: host[name] for name in spec if name in host}
-    inputs = {**role_defaults(role), **own, **mapped}
-    inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
+    kept_defaults = {name: value for name, value in role_defaults(role).items() if name not in {**own, **mapped}}
+    inputs = {**kept_defaults, **own, **mapped}
+    inputs = _resolve({name: value for name, value in inputs.items() if name in spec}, kept_defaults)
     spec_problems = _spec_problems(role, inputs)
     problems = list(spec_problems)
     rules = role_rules(role)

@@ -428,3 +428,28 @@ def test_the_marker_scripts_write_read_and_remove(tmp_path):
     sh("remove", *dirs)
     reads = cluster.cluster_marker_reads(sh("read", "", *dirs).stdout)
     assert sorted(reads) == sorted(dirs) and all("No such file" in seen for seen in reads.values())
+
+
+# What an inventory value marked !unsafe reaches the gate as: raw text, which the role gets as it is.
+RUNS_CODE = "{{ cycler.__init__.__globals__.os.getcwd() }}"
+
+
+@pytest.mark.parametrize("variable", ["horovod_launch_runs_dir", "horovod_launch_workdir"])
+@pytest.mark.parametrize("raw", [RUNS_CODE, "{{ '/data1/artifacts/runs' }}"])
+def test_the_gate_judges_an_inventory_value_as_the_role_gets_it_never_rendered(variable, raw):
+    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_a={variable: raw}))
+    assert any(variable in e and f"{raw!r} is not absolute" in e for e in errors), errors
+    assert not any(os.getcwd() in e for e in errors), errors
+
+
+def test_a_default_is_rendered_once_after_the_defaults_it_refers_to():
+    inputs = {"a": "{{ c }}/x", "b": "{{ a }}/y", "c": "{{ 6 * 7 }}", "d": "{{ 6 * 7 }}"}
+    # c and d are the inventory's (not defaults): never rendered, and what a and b take in from c stays text.
+    assert gate._resolve(inputs, ["b", "a"]) == {
+        "a": "{{ 6 * 7 }}/x",
+        "b": "{{ 6 * 7 }}/x/y",
+        "c": "{{ 6 * 7 }}",
+        "d": "{{ 6 * 7 }}",
+    }
+    # Defaults that refer to each other in a circle are left as they are (the role's checks refuse them).
+    assert gate._resolve({"a": "{{ b }}", "b": "{{ a }}"}, ["a", "b"]) == {"a": "{{ b }}", "b": "{{ a }}"}

@@ -12,6 +12,7 @@ gated too. The valid example and lab inventories pass the gate.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -338,3 +339,32 @@ def test_the_benchmark_playbook_is_gated_and_checks_its_settings_before_any_host
     out = res.stdout + res.stderr
     assert "horovod_bench_allreduce_max_bytes: '1023' is not a size in bytes" in out
     assert "Check the benchmark's settings" in out and "Read the container's image ID" not in out
+
+
+def test_an_unsafe_inventory_value_is_judged_raw_as_the_role_gets_it(tmp_path):
+    """`!unsafe` text is never run by the gate (its result would show in the message), and the value the
+    gate judges is the one the launch role gets from the site's mapping (playbooks/vars/launch.yml)."""
+    raw = "{{ cycler.__init__.__globals__.os.getcwd() }}"
+    text = yaml.safe_dump(host("server-a", horovod_launch_runs_dir="RAW")).replace("RAW", f'!unsafe "{raw}"')
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(text)
+    res = playbook(inventory)
+    assert_stopped_in_gate(res, f"{raw!r} is not absolute")
+    judged = [line for line in (res.stdout + res.stderr).splitlines() if "horovod_launch_runs_dir" in line]
+    assert judged and not any(str(REPO) in line for line in judged), judged
+    show = tmp_path / "show.yml"
+    show.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "horovod_master",
+                    "gather_facts": False,
+                    "vars_files": [str(REPO / "playbooks/vars/cluster.yml"), str(REPO / "playbooks/vars/launch.yml")],
+                    "tasks": [{"ansible.builtin.debug": {"msg": "role gets {{ horovod_launch_runs_dir | to_json }}"}}],
+                }
+            ]
+        )
+    )
+    res = playbook(inventory, book=str(show))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"role gets {json.dumps(raw)}" in res.stdout, res.stdout
