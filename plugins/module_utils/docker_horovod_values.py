@@ -21,9 +21,9 @@ _SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN = r"(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)"
 _REFERENCE = re.compile(
-    rf"^(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
+    rf"(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
 )
 # The Docker engine's own rule for container names (daemon/names: validContainerNamePattern), without
 # the leading "/" it tolerates: at least two characters.
@@ -51,7 +51,7 @@ def size_bytes(value: Any) -> int | None:
 
 def image_reference(value: Any) -> dict[str, str] | None:
     """Split an image reference into name, tag and digest; None when it is not a valid reference."""
-    match = _REFERENCE.match(str(value or ""))
+    match = _REFERENCE.fullmatch(str(value or ""))
     if not match:
         return None
     return {key: match.group(key) or "" for key in ("name", "tag", "digest")}

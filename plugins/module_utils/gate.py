@@ -56,8 +56,9 @@ ROLE_FACTS = (
 )
 # The switch for unknown names: error (default) or warn.
 UNKNOWN_SWITCH = "horovod_unknown_variables"
+# Matched whole (fullmatch; \Z in the look-ahead): `$` would also match before a final newline.
 HOSTNAME_RE = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+    r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
 
 
@@ -313,7 +314,7 @@ def address_problem(address: str) -> str | None:
         return f"{address!r} is a network, not one node's address"
     if address.lower() in ("localhost", "localhost.localdomain"):
         return f"{address!r} is this machine's own name, which other nodes cannot use"
-    if not HOSTNAME_RE.match(address):
+    if not HOSTNAME_RE.fullmatch(address):
         return f"{address!r} is not a valid host name (letters, digits, '-', dots between labels) or IPv4 address"
     return None
 

@@ -178,6 +178,8 @@ def test_every_mapped_role_variable_exists_in_its_role():
         ("-bad.example", "not a valid host name"),
         ("a" * 64, "not a valid host name"),
         ("host name", "not a valid host name"),
+        ("gpu01\n", "not a valid host name"),
+        ("gpu-01.example.com\n", "not a valid host name"),
     ],
 )
 def test_addresses(address, fragment):

@@ -125,6 +125,7 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_image", "Horovod/Horovod:0.28.1", "'Horovod/Horovod:0.28.1' is not a valid image reference"),
     ("docker_horovod_image", "horovod/horovod:", "is not a valid image reference"),
     ("docker_horovod_image", "horovod/horovod:0.28.1 ", "is not a valid image reference"),
+    ("docker_horovod_image", "horovod/horovod:0.28.1\n", "is not a valid image reference"),
     ("docker_horovod_image", "", "'' is not a valid image reference"),
     ("docker_horovod_image", None, "None is not a string"),
     ("docker_horovod_image", ["horovod/horovod:0.28.1"], "is not a string"),

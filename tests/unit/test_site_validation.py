@@ -120,6 +120,11 @@ CASES: list[tuple[str, Any, str]] = [
     ("address-loopback", host("server-c", horovod_node_address="127.0.0.1"), "not an address other nodes can reach"),
     ("address-unspecified", host("server-b", ansible_host="0.0.0.0"), "not an address other nodes can reach"),
     ("address-duplicate", host("server-c", ansible_host="192.0.2.10"), "address 192.0.2.10 is also server-a's"),
+    (
+        "address-trailing-newline",
+        host("server-b", ansible_host="server-b\n"),
+        "server-b: ansible_host: 'server-b\\n' is not a valid host name",
+    ),
     # paths
     ("share-dir-dotdot", cluster(horovod_share_dir="/data1/../etc"), "horovod_share_dir"),
     ("share-root-slash", cluster(horovod_share_root="/", horovod_share_dir="/"), "horovod_share_root"),
@@ -170,6 +175,11 @@ CASES: list[tuple[str, Any, str]] = [
     ("port-is-ansible-port", cluster(horovod_ssh_port=22), "horovod_ssh_port"),
     ("image-untagged", cluster(horovod_image="horovod/horovod"), "horovod_image"),
     ("image-latest", cluster(horovod_image="horovod/horovod:latest"), "horovod_image"),
+    (
+        "image-trailing-newline",
+        cluster(horovod_image="horovod/horovod:0.28.1\n"),
+        "horovod_image (as docker_horovod_image): 'horovod/horovod:0.28.1\\n' is not a valid image reference",
+    ),
     ("container-name-space", cluster(horovod_container_name="my container"), "horovod_container_name"),
     ("shm-size-word", cluster(horovod_shm_size="lots"), "horovod_shm_size"),
     ("pip-version-range", cluster(horovod_pip_packages=[{"name": "tqdm", "version": ">=4"}]), "horovod_pip_packages"),
