@@ -85,6 +85,14 @@ def orphan_children() -> dict[str, Any]:
     return groups_of(horovod_master={"hosts": copy.deepcopy(MASTER)}, horovod_workers={"hosts": copy.deepcopy(WORKERS)})
 
 
+def same_address_but_case() -> dict[str, Any]:
+    data = host("server-b", ansible_host="gpu-b.example")
+    data["all"]["children"]["horovod_cluster"]["children"]["horovod_workers"]["hosts"]["server-c"].update(
+        ansible_host="GPU-B.example"
+    )
+    return data
+
+
 def not_pem(tmp: Path) -> str:
     path = tmp / "bundle.pem"
     path.write_text("not a certificate\n")
@@ -120,6 +128,17 @@ CASES: list[tuple[str, Any, str]] = [
     ("address-loopback", host("server-c", horovod_node_address="127.0.0.1"), "not an address other nodes can reach"),
     ("address-unspecified", host("server-b", ansible_host="0.0.0.0"), "not an address other nodes can reach"),
     ("address-duplicate", host("server-c", ansible_host="192.0.2.10"), "address 192.0.2.10 is also server-a's"),
+    ("address-duplicate-case", same_address_but_case(), "address GPU-B.example is also server-b's"),
+    (
+        "address-leading-zero",
+        host("server-b", ansible_host="192.0.2.011"),
+        "server-b: ansible_host: '192.0.2.011' is not an IPv4 address as written (the C library reads it as 192.0.2.9)",
+    ),
+    (
+        "address-leading-zero-named-by-the-node",
+        host("server-b", horovod_node_address="192.0.2.011"),
+        "horovod_node_address of server-b (as nfs_server_exports)",
+    ),
     (
         "address-trailing-newline",
         host("server-b", ansible_host="server-b\n"),
