@@ -651,9 +651,18 @@ def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Map
             f"horovod_ssh_port: {port} is the port Ansible reaches {', '.join(clash)} on (the host's own sshd); "
             f"the containers' sshd needs a port of its own, such as the default {defaults.SSH_PORT}."
         )
+    if whole(port) in NFS_PORTS:
+        problems.append(
+            f"horovod_ssh_port: {port} is {NFS_PORTS[whole(port)]} port; the containers use the host's network "
+            "(--net=host), so the master's sshd would collide with the NFS server. Choose a port of its own, "
+            f"such as the default {defaults.SSH_PORT}."
+        )
     return problems
 
 
+# Ports of the NFS server on the master, which the containers' sshd must not take: the containers share the
+# host's network (--net=host).
+NFS_PORTS = {2049: "NFS's (nfsd)", 111: "rpcbind's (the NFS portmapper)"}
 CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_connection")
 DEFERRED = "__deferred__"  # in a snapshot: the names whose values wait for the hosts
 

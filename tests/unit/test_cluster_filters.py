@@ -106,6 +106,8 @@ def test_slots_default_to_one_without_gpus_and_address_to_the_name():
         ),
         (GOOD_GROUPS, {"node_c": {"horovod_ssh_port": 2222}}, "horovod_ssh_port differs between hosts"),
         (GOOD_GROUPS, everywhere(horovod_ssh_port=22), "horovod_ssh_port: 22 is the port Ansible reaches"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port=2049), "horovod_ssh_port: 2049 is NFS's (nfsd) port; the"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port="111"), "horovod_ssh_port: 111 is rpcbind's (the NFS portmapper)"),
         (GOOD_GROUPS, everywhere(horovod_network_interfaces="eth0"), "'eth0' is a string, not a list"),
         (GOOD_GROUPS, everywhere(horovod_pip_packages={"name": "x"}), "is a mapping, not a list"),
         (GOOD_GROUPS, everywhere(horovod_ssh_port="12o45"), "'12o45' is not a whole number"),

@@ -192,6 +192,8 @@ CASES: list[tuple[str, Any, str]] = [
     ("port-zero", cluster(horovod_ssh_port=0), "horovod_ssh_port"),
     ("port-too-high", cluster(horovod_ssh_port=70000), "horovod_ssh_port"),
     ("port-is-ansible-port", cluster(horovod_ssh_port=22), "horovod_ssh_port"),
+    ("port-is-nfs", cluster(horovod_ssh_port=2049), "horovod_ssh_port: 2049 is NFS's (nfsd) port"),
+    ("port-is-rpcbind", cluster(horovod_ssh_port="111"), "horovod_ssh_port: 111 is rpcbind's (the NFS portmapper)"),
     ("image-untagged", cluster(horovod_image="horovod/horovod"), "horovod_image"),
     ("image-latest", cluster(horovod_image="horovod/horovod:latest"), "horovod_image"),
     (
