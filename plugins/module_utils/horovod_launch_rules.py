@@ -27,6 +27,8 @@ Problems = list[tuple[str, str]]
 
 P = "horovod_launch_"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# A run name is a directory name (and part of file names beside it): well below the 255 bytes of one.
+RUN_NAME_MAX = 100
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
 NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
@@ -284,7 +286,15 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
 def _names(inputs: Mapping[str, Any]) -> Problems:
     out: Problems = []
     run = inputs.get(f"{P}run_name", _ABSENT)
-    if run is not _ABSENT and run != "" and not (isinstance(run, str) and NAME_RE.fullmatch(run)):
+    if isinstance(run, str) and len(run) > RUN_NAME_MAX:
+        out.append(
+            (
+                f"{P}run_name",
+                f"{run[:20]!r}... is {len(run)} characters long; a run name is a directory name of at most "
+                f"{RUN_NAME_MAX} characters, so shorten it, or leave it empty for a new time-stamped name per run",
+            )
+        )
+    elif run is not _ABSENT and run != "" and not (isinstance(run, str) and NAME_RE.fullmatch(run)):
         out.append(
             (
                 f"{P}run_name",

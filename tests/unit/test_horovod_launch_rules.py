@@ -96,6 +96,7 @@ def test_the_assert_task_passes_every_input_the_rules_read():
             "code_dest": "/srv/share/code",
         },
         {"run_name": "r1.2_x-y"},
+        {"run_name": "r" * 100},
         {"code_repo": "https://github.com/horovod/horovod.git", "code_version": "v0.28.1"},
         {"command": ["python3", "train.py", "--epochs", 10]},
         {"example_args": ["--epochs", "5"]},
@@ -168,6 +169,12 @@ BAD = [
     ({"run_name": "../x"}, "run_name", "'../x' is not a plain directory name"),
     ({"run_name": "-r"}, "run_name", "'-r' is not a plain directory name"),
     ({"run_name": "a/b"}, "run_name", "is not a plain directory name"),
+    ({"run_name": "r" * 101}, "run_name", f"{'r' * 20!r}... is 101 characters long; a run name is a directory name"),
+    (
+        {"run_name": "r" * 100_000},
+        "run_name",
+        "is 100000 characters long; a run name is a directory name of at most 100",
+    ),
     (
         {"code_repo": "https://example.org/x.git"},
         "code_version",

@@ -207,6 +207,11 @@ CASES: list[tuple[str, Any, str]] = [
     ("ca-bundle-missing", cluster(horovod_extra_ca_bundle="/nonexistent/ca.pem"), "horovod_extra_ca_bundle"),
     ("ca-bundle-not-pem", lambda tmp: cluster(horovod_extra_ca_bundle=not_pem(tmp)), "horovod_extra_ca_bundle"),
     ("run-name-path", cluster(horovod_run_name="../etc"), "horovod_run_name"),
+    (
+        "run-name-too-long",
+        cluster(horovod_run_name="r" * 100_000),
+        "horovod_run_name (as horovod_launch_run_name): 'rrrrrrrrrrrrrrrrrrrr'... is 100000 characters long",
+    ),
     ("interface-with-space", cluster(horovod_network_interfaces=["eth0 eth1"]), "horovod_network_interfaces"),
     ("command-empty-program", cluster(horovod_train_command=["", "train.py"]), "horovod_train_command"),
     # an elastic run the launch role would refuse, set on the master as a role variable
