@@ -376,8 +376,16 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
             out.append(
                 (f"{P}env", f"{name!r} is not a variable name (letters, digits, '_', not starting with a digit); {fix}")
             )
+        # The value itself is never quoted: it may be a secret.
+        elif isinstance(value, bool):
+            out.append(
+                (
+                    f"{P}env",
+                    f"the value of {name} is a boolean (YAML reads an unquoted yes, no, true, false, on or off as "
+                    'one, and the ranks would get True or False); quote it, e.g. "yes" or "1"',
+                )
+            )
         elif not isinstance(value, str | int | float):
-            # The value itself is not quoted: it may be a secret.
             out.append(
                 (
                     f"{P}env",

@@ -221,6 +221,11 @@ CASES: list[tuple[str, Any, str]] = [
         "Horovod runs elastic jobs with Gloo only",
     ),
     (
+        "launch-env-boolean",
+        host("server-a", horovod_launch_env={"NCCL_DEBUG": "INFO", "USE_X": True}),
+        "horovod_launch_env: the value of USE_X is a boolean",
+    ),
+    (
         "elastic-cooldown-zero",
         host("server-a", horovod_launch_elastic_cooldown=[0, 10]),
         "horovod_launch_elastic_cooldown",
