@@ -221,6 +221,11 @@ CASES: list[tuple[str, Any, str]] = [
         "Horovod runs elastic jobs with Gloo only",
     ),
     (
+        "launch-env-path",
+        host("server-a", horovod_launch_env={"PATH": "/data1/share/bin:/usr/bin"}),
+        "horovod_launch_env: PATH may not be set here",
+    ),
+    (
         "launch-env-boolean",
         host("server-a", horovod_launch_env={"NCCL_DEBUG": "INFO", "USE_X": True}),
         "horovod_launch_env: the value of USE_X is a boolean",
