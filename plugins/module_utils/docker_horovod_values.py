@@ -34,19 +34,22 @@ CONTAINER_NAME_SHAPE = (
 )
 
 
-def size_bytes(value: Any) -> int | None:
-    """Bytes of a Docker size such as "16g", "1536m" or "1073741824"; None when it does not parse."""
+def docker_size(value: Any) -> int | None:
+    """Bytes of a Docker size such as "16g", "1536m", "1073741824" or "0g"; None when it does not parse."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value > 0 else None
+        return value if value >= 0 else None
     match = _SIZE.match(str(value).strip())
     if not match:
         return None
-    number = int(match.group(1))
-    if number <= 0:
-        return None
-    return number * _SIZE_FACTORS[(match.group(2) or "").lower()]
+    return int(match.group(1)) * _SIZE_FACTORS[(match.group(2) or "").lower()]
+
+
+def size_bytes(value: Any) -> int | None:
+    """Bytes of a Docker size of at least one byte; None when it does not parse or is zero."""
+    size = docker_size(value)
+    return size if size else None
 
 
 def image_reference(value: Any) -> dict[str, str] | None:

@@ -203,6 +203,7 @@ CASES: list[tuple[str, Any, str]] = [
     ),
     ("container-name-space", cluster(horovod_container_name="my container"), "horovod_container_name"),
     ("shm-size-word", cluster(horovod_shm_size="lots"), "horovod_shm_size"),
+    ("shm-size-zero", cluster(horovod_shm_size="0g"), "horovod_shm_size (as docker_horovod_shm_size): '0g' is zero"),
     ("pip-version-range", cluster(horovod_pip_packages=[{"name": "tqdm", "version": ">=4"}]), "horovod_pip_packages"),
     ("ca-bundle-missing", cluster(horovod_extra_ca_bundle="/nonexistent/ca.pem"), "horovod_extra_ca_bundle"),
     ("ca-bundle-not-pem", lambda tmp: cluster(horovod_extra_ca_bundle=not_pem(tmp)), "horovod_extra_ca_bundle"),
