@@ -20,6 +20,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     canonical_name,
     container_name_problem,
+    docker_size,
     image_reference,
     plain,
     size_bytes,
@@ -121,6 +122,14 @@ def check_shm_size(values: Values) -> Problems:
     value = values["docker_horovod_shm_size"]
     if size_bytes(value) is not None and isinstance(value, (str, int)):
         return []
+    if docker_size(value) == 0:
+        return [
+            (
+                "docker_horovod_shm_size",
+                f"{plain(value)!r} is zero bytes; give a size of at least one byte, a whole number with an "
+                "optional unit b, k, m, g or t (for example 16g or 1536m)",
+            )
+        ]
     return [
         (
             "docker_horovod_shm_size",

@@ -21,9 +21,9 @@ _SIZE_FACTORS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN = r"(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)"
 _REFERENCE = re.compile(
-    rf"^(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
+    rf"(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
 )
 # The Docker engine's own rule for container names (daemon/names: validContainerNamePattern), without
 # the leading "/" it tolerates: at least two characters.
@@ -34,24 +34,27 @@ CONTAINER_NAME_SHAPE = (
 )
 
 
-def size_bytes(value: Any) -> int | None:
-    """Bytes of a Docker size such as "16g", "1536m" or "1073741824"; None when it does not parse."""
+def docker_size(value: Any) -> int | None:
+    """Bytes of a Docker size such as "16g", "1536m", "1073741824" or "0g"; None when it does not parse."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value > 0 else None
+        return value if value >= 0 else None
     match = _SIZE.match(str(value).strip())
     if not match:
         return None
-    number = int(match.group(1))
-    if number <= 0:
-        return None
-    return number * _SIZE_FACTORS[(match.group(2) or "").lower()]
+    return int(match.group(1)) * _SIZE_FACTORS[(match.group(2) or "").lower()]
+
+
+def size_bytes(value: Any) -> int | None:
+    """Bytes of a Docker size of at least one byte; None when it does not parse or is zero."""
+    size = docker_size(value)
+    return size if size else None
 
 
 def image_reference(value: Any) -> dict[str, str] | None:
     """Split an image reference into name, tag and digest; None when it is not a valid reference."""
-    match = _REFERENCE.match(str(value or ""))
+    match = _REFERENCE.fullmatch(str(value or ""))
     if not match:
         return None
     return {key: match.group(key) or "" for key in ("name", "tag", "digest")}

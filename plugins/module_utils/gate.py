@@ -6,7 +6,8 @@ The site playbook maps a few cluster settings (``horovod_*``, table ``SETTINGS``
 groups onto the roles' variables. The gate checks, for every host of the cluster at once:
 
 1. structure: one master, the child groups under ``horovod_cluster``, each host in exactly one of them,
-   node addresses that are one host name or IPv4 address, distinct addresses and short names;
+   node addresses that are one host name or IPv4 address (in its plain dotted form), distinct addresses
+   and short names (whatever their case);
 2. names: a variable that starts with ``horovod_`` or a role's prefix and that the collection does not
    know (a typo), and inventory groups that look like ours but are not;
 3. types: each setting has its type (a list is a list, a port a whole number);
@@ -21,16 +22,20 @@ whatever ``--limit``, ``--tags`` or ``--start-at-task`` say (docs/architecture.m
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import ipaddress
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
+import jinja2.sandbox
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
@@ -53,8 +58,13 @@ ROLE_FACTS = (
 )
 # The switch for unknown names: error (default) or warn.
 UNKNOWN_SWITCH = "horovod_unknown_variables"
+# Names of numbers only: the C library reads them as an IPv4 address in its own way (a leading zero is octal,
+# 0x hexadecimal, fewer than four parts fill the last one), so only the plain dotted form is taken.
+NUMERIC_RE = re.compile(r"(?:0[xX][0-9A-Fa-f]*|[0-9]+)(?:\.(?:0[xX][0-9A-Fa-f]*|[0-9]*))*")
+NUMERIC_FIX = "write it as four decimal numbers from 0 to 255 without leading zeros"
+# Matched whole (fullmatch; \Z in the look-ahead): `$` would also match before a final newline.
 HOSTNAME_RE = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+    r"(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
 
 
@@ -288,6 +298,13 @@ def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
     return str(host_vars.get("horovod_node_address") or host_vars.get("ansible_host") or name)
 
 
+def address_variable(host_vars: Mapping[str, Any]) -> str:
+    """The inventory variable a node's address comes from (address_of), as a message names it."""
+    if host_vars.get("horovod_node_address"):
+        return "horovod_node_address"
+    return "ansible_host" if host_vars.get("ansible_host") else "ansible_host (not set, so the host's name)"
+
+
 def _is_ipv4(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).version == 4
@@ -295,22 +312,34 @@ def _is_ipv4(address: str) -> bool:
         return False
 
 
+def _as_the_c_library_reads(address: str) -> str:
+    try:
+        return f" (the C library reads it as {socket.inet_ntoa(socket.inet_aton(address))})"
+    except OSError:
+        return ""
+
+
 def address_problem(address: str) -> str | None:
     """Why a node address is not one host name or IPv4 address (None when it is)."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        ip = None
-    if ip is not None and ip.version != 4:
+        return _name_problem(address)
+    if ip.version != 4:
         return f"{address!r} is an IPv6 address; horovodrun's -H list takes host names or IPv4 addresses"
-    if ip is not None:
-        unusable = ip.is_loopback or ip.is_unspecified or ip.is_multicast
-        return f"{address!r} is not an address other nodes can reach" if unusable else None
+    unusable = ip.is_loopback or ip.is_unspecified or ip.is_multicast
+    return f"{address!r} is not an address other nodes can reach" if unusable else None
+
+
+def _name_problem(address: str) -> str | None:
+    """Why an address that is no IP address is not one host name (None when it is)."""
     if "/" in address:
         return f"{address!r} is a network, not one node's address"
     if address.lower() in ("localhost", "localhost.localdomain"):
         return f"{address!r} is this machine's own name, which other nodes cannot use"
-    if not HOSTNAME_RE.match(address):
+    if NUMERIC_RE.fullmatch(address):
+        return f"{address!r} is not an IPv4 address as written{_as_the_c_library_reads(address)}; {NUMERIC_FIX}"
+    if not HOSTNAME_RE.fullmatch(address):
         return f"{address!r} is not a valid host name (letters, digits, '-', dots between labels) or IPv4 address"
     return None
 
@@ -367,28 +396,32 @@ def _structure(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any],
                 "Its hosts would be left out of the cluster."
             )
 
-    seen_address: dict[str, str] = {}
+    # Host names are the same whatever their case (DNS, /etc/hosts).
+    seen_address: dict[str, tuple[str, str]] = {}
     seen_short: dict[str, str] = {}
     for name in nodes:
         host = hostvars[name]
         address = address_of(name, host)
         problem = address_problem(address)
         if problem:
-            source = "horovod_node_address" if host.get("horovod_node_address") else "ansible_host"
-            errors.append(f"{name}: {source}: {problem}. Give the one address the other nodes reach it at.")
-        if address in seen_address:
             errors.append(
-                f"{name}: address {address} is also {seen_address[address]}'s. Every node needs its own "
+                f"{name}: {address_variable(host)}: {problem}. Give the one address the other nodes reach it at."
+            )
+        if address.lower() in seen_address:
+            other, written = seen_address[address.lower()]
+            case = f" (written {written} there; host names ignore case)" if written != address else ""
+            errors.append(
+                f"{name}: address {address} is also {other}'s{case}. Every node needs its own "
                 "address (set horovod_node_address or ansible_host)."
             )
-        seen_address.setdefault(address, name)
+        seen_address.setdefault(address.lower(), (name, address))
         short = name.split(".")[0]
-        if short in seen_short:
+        if short.lower() in seen_short:
             errors.append(
-                f"{name}: short host name {short} is also {seen_short[short]}'s; horovodrun and ssh would "
+                f"{name}: short host name {short} is also {seen_short[short.lower()]}'s; horovodrun and ssh would "
                 "mix them up. Rename one of them in the inventory."
             )
-        seen_short.setdefault(short, name)
+        seen_short.setdefault(short.lower(), name)
     return nodes
 
 
@@ -539,8 +572,29 @@ def _sources(role_variable: str) -> list[Setting]:
     return [s for s in SETTINGS if role_variable in s.roles]
 
 
-def _blame(role_variable: str, message: str, settings: Mapping[str, Any]) -> str:
-    """The inventory variable(s) behind a role variable's problem: those whose value the message quotes."""
+# Role variables that carry the nodes' addresses (address_of), which come from no setting.
+ADDRESS_CARRIERS = frozenset(
+    {
+        "nfs_server_exports",
+        "nfs_client_mounts",
+        "container_sshd_listen_addresses",
+        "container_sshd_allow_from",
+        "ssh_trust_nodes",
+        "horovod_launch_hosts",
+    }
+)
+
+
+def _blame(
+    role_variable: str, message: str, settings: Mapping[str, Any], addresses: Mapping[str, tuple[str, str]]
+) -> str:
+    """The inventory variable(s) behind a role variable's problem: a node's address variable when the
+    message quotes that address (`addresses`: node -> its address and the variable it comes from),
+    else the settings whose value the message quotes."""
+    if role_variable in ADDRESS_CARRIERS:
+        for node, (address, variable) in addresses.items():
+            if repr(address) in message:
+                return f"{variable} of {node} (as {role_variable})"
     sources = _sources(role_variable)
     if not sources:
         return role_variable
@@ -597,9 +651,18 @@ def _site_rules(settings: Mapping[str, Any], nodes: Sequence[str], hostvars: Map
             f"horovod_ssh_port: {port} is the port Ansible reaches {', '.join(clash)} on (the host's own sshd); "
             f"the containers' sshd needs a port of its own, such as the default {defaults.SSH_PORT}."
         )
+    if whole(port) in NFS_PORTS:
+        problems.append(
+            f"horovod_ssh_port: {port} is {NFS_PORTS[whole(port)]} port; the containers use the host's network "
+            "(--net=host), so the master's sshd would collide with the NFS server. Choose a port of its own, "
+            f"such as the default {defaults.SSH_PORT}."
+        )
     return problems
 
 
+# Ports of the NFS server on the master, which the containers' sshd must not take: the containers share the
+# host's network (--net=host).
+NFS_PORTS = {2049: "NFS's (nfsd)", 111: "rpcbind's (the NFS portmapper)"}
 CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_connection")
 DEFERRED = "__deferred__"  # in a snapshot: the names whose values wait for the hosts
 
@@ -677,6 +740,7 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     masters = list(groups.get(GROUP_MASTER, []))
     master = masters[0] if masters else nodes[0]
     per_host = {name: settings_of(hostvars[name]) for name in nodes}
+    addresses = {name: (address_of(name, hostvars[name]), address_variable(hostvars[name])) for name in nodes}
     switch = per_host[master][UNKNOWN_SWITCH]
     _names(nodes, hostvars, report, warn_only=switch == "warn")
 
@@ -693,7 +757,7 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
             own = {key: value for key, value in host.items() if key in role_spec(role)}
             key = repr((role, sorted(own.items()), sorted(mapped.items()), sorted(per_host[name].items())))
             if key not in memo:
-                memo[key] = _role_problems(role, mapped, host, per_host[name])
+                memo[key] = _role_problems(role, mapped, host, per_host[name], addresses)
             for line in memo[key]:
                 seen.setdefault(line, []).append(name)
     for line, hosts in seen.items():
@@ -756,32 +820,46 @@ def _overridden(
         )
 
 
-def _resolve(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Role defaults that refer to other role variables ("{{ horovod_launch_share_dir }}/runs"), rendered
-    as Ansible would (the inventory's own values reach the gate already templated)."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+def _resolve(inputs: Mapping[str, Any], templated: Iterable[str]) -> dict[str, Any]:
+    """`inputs` with the role defaults named in `templated` rendered as Ansible renders them
+    ("{{ horovod_launch_share_dir }}/runs").
+
+    Only those are rendered, each once, after the defaults it refers to: every other value is what the
+    role gets, already templated by Ansible or raw text the inventory marked ``!unsafe``, and text that
+    a default takes in from one of them is never rendered again."""
+    # Only the collection's own defaults are rendered; the sandbox keeps even those from Python's internals.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
     out = dict(inputs)
-    for _ in range(3):  # defaults may refer to defaults
-        pending = {k: v for k, v in out.items() if isinstance(v, str) and "{{" in v}
-        if not pending:
-            break
-        for name, value in pending.items():
+    pending: dict[str, set[str]] = {}
+    for name in templated:
+        value = out.get(name)
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
             try:
-                out[name] = env.from_string(value).render(out)
+                pending[name] = set(jinja2.meta.find_undeclared_variables(env.parse(value)))
             except jinja2.TemplateError:
                 continue
+    while ready := [name for name, refs in pending.items() if not refs & set(pending)]:
+        for name in ready:
+            del pending[name]
+            with contextlib.suppress(jinja2.TemplateError):  # left as it is: the role's check reports it
+                out[name] = env.from_string(out[name]).render(out)
     return out
 
 
 def _role_problems(
-    role: str, mapped: Mapping[str, Any], host: Mapping[str, Any], settings: Mapping[str, Any]
+    role: str,
+    mapped: Mapping[str, Any],
+    host: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    addresses: Mapping[str, tuple[str, str]],
 ) -> list[str]:
     """One role's view on one host: its defaults, the inventory's role variables, the site's mapping."""
     spec = role_spec(role)
     lines = []
     own = {name: host[name] for name in spec if name in host}
-    inputs = {**role_defaults(role), **own, **mapped}
-    inputs = _resolve({name: value for name, value in inputs.items() if name in spec})
+    kept_defaults = {name: value for name, value in role_defaults(role).items() if name not in {**own, **mapped}}
+    inputs = {**kept_defaults, **own, **mapped}
+    inputs = _resolve({name: value for name, value in inputs.items() if name in spec}, kept_defaults)
     spec_problems = _spec_problems(role, inputs)
     problems = list(spec_problems)
     rules = role_rules(role)
@@ -790,6 +868,8 @@ def _role_problems(
         # convert: a string stays a string), so the gate hands them the same.
         problems.extend(rules(inputs))
     for variable, message in problems:
-        who = _blame(variable, message, settings) if variable in mapped else variable
+        # A role variable the site takes from the inventory when set there (HONOURED) is the user's own.
+        from_site = variable in mapped and not (variable in HONOURED and variable in host)
+        who = _blame(variable, message, settings, addresses) if from_site else variable
         lines.append(f"{who}: {message}")
     return lines

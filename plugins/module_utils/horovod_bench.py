@@ -25,7 +25,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.numbers import w
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
-RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+RUN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
 SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 STEPS = ("link", "allreduce", "synthetic")
@@ -161,7 +161,7 @@ def _rules(s: Mapping[str, Any]) -> list[str]:
     if s["horovod_bench_device"] not in DEVICES:
         problems.append(f"horovod_bench_device: {s['horovod_bench_device']!r} is not one of {', '.join(DEVICES)}.")
     name = s["horovod_bench_name"]
-    if name and not RUN_NAME_RE.match(name):
+    if name and not RUN_NAME_RE.fullmatch(name):
         problems.append(
             f"horovod_bench_name: {name!r} may hold letters, digits, '.', '_' and '-' only (at most 81), "
             "starting with a letter or digit."

@@ -18,7 +18,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.numbers import p
 FIELDS = ("name", "address", "slots")
 # Host names and IPv4 addresses. horovodrun splits each -H item on ':' and the list on ',', so
 # neither may appear; whitespace would split the hostfile line.
-HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$")
+HOST_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?")
 
 
 def describe(index: int, host: object) -> str:
@@ -53,7 +53,7 @@ def host_errors(hosts: object) -> list[str]:
             value = host.get(field)
             if not isinstance(value, str) or not value:
                 errors.append(f"{where}: {field} is missing or empty; set it to a host name or IPv4 address")
-            elif not HOST_RE.match(value):
+            elif not HOST_RE.fullmatch(value):
                 errors.append(
                     f"{where}: {field} {value!r} is not a host name or IPv4 address "
                     "(letters, digits, '.', '-', '_'; no spaces, ',' or ':', so no IPv6)"

@@ -27,6 +27,8 @@ Problems = list[tuple[str, str]]
 
 P = "horovod_launch_"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# A run name is a directory name (and part of file names beside it): well below the 255 bytes of one.
+RUN_NAME_MAX = 100
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
 NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
@@ -77,6 +79,58 @@ RESERVED_ARGS = {
     "--slots-per-host": f"{P}hosts",
     "--slots": f"{P}hosts",
 }
+# Names horovod_launch_env may not set, by group, with why and the fix: each rank loads the environment
+# after horovodrun set its own, so these would change how ranks are reached, loaded or told apart. A
+# name ending in "*" stands for every name it begins. (Horovod 0.28.1: horovod/runner/gloo_run.py
+# create_slot_env_vars and create_run_env_vars; common/util/secret.py.)
+REMOVE = "remove it"
+RESERVED_ENV: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("PATH",), "it decides which ssh runs, and the ranks must run the ssh wrapper that pins the host keys", REMOVE),
+    (("LD_PRELOAD", "LD_AUDIT"), "it loads code of its own into every program of the run", REMOVE),
+    (("BASH_ENV", "ENV"), "it names a script every shell of the run executes first", REMOVE),
+    (("PYTHONHOME",), "it replaces the Python library of the image that every rank runs", REMOVE),
+    (
+        ("OMPI_MCA_plm_*", "OMPI_MCA_orte_rsh_*", "PRTE_MCA_plm_*"),
+        "it changes how OpenMPI and PRRTE start the remote ranks (the pinning ssh wrapper)",
+        REMOVE,
+    ),
+    (("HOROVOD_LAUNCH_RUN_DIR",), "the role sets it to mark the run's processes (status, stop, timeout)", REMOVE),
+    (
+        (
+            "HOROVOD_HOSTNAME",
+            "HOROVOD_RANK",
+            "HOROVOD_SIZE",
+            "HOROVOD_LOCAL_RANK",
+            "HOROVOD_LOCAL_SIZE",
+            "HOROVOD_CROSS_RANK",
+            "HOROVOD_CROSS_SIZE",
+            "HOROVOD_GLOO_RENDEZVOUS_ADDR",
+            "HOROVOD_GLOO_RENDEZVOUS_PORT",
+            "HOROVOD_CONTROLLER",
+            "HOROVOD_CPU_OPERATIONS",
+            "HOROVOD_ELASTIC",
+            "_HOROVOD_SECRET_KEY",
+            "HOROVOD_SECRET_KEY",
+        ),
+        "horovodrun sets it for every rank (which rank it is, where the ranks meet, the run's secret)",
+        REMOVE,
+    ),
+    (
+        ("HOROVOD_GLOO_IFACE", "NCCL_SOCKET_IFNAME"),
+        "horovodrun sets it for every rank from the network interfaces",
+        f"list them in {P}network_interfaces instead",
+    ),
+)
+
+
+def _reserved_env(name: str) -> str | None:
+    """Why horovod_launch_env may not set `name`, and the fix (RESERVED_ENV); None when it may."""
+    for names, why, fix in RESERVED_ENV:
+        if any(name == n or (n.endswith("*") and name.startswith(n[:-1])) for n in names):
+            return f"{why}; {fix}"
+    return None
+
+
 # Horovod's bounds of --blacklist-cooldown-range (horovod/runner/elastic/discovery.py).
 COOLDOWN_MIN, COOLDOWN_MAX = 1, 3600
 
@@ -284,7 +338,15 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
 def _names(inputs: Mapping[str, Any]) -> Problems:
     out: Problems = []
     run = inputs.get(f"{P}run_name", _ABSENT)
-    if run is not _ABSENT and run != "" and not (isinstance(run, str) and NAME_RE.fullmatch(run)):
+    if isinstance(run, str) and len(run) > RUN_NAME_MAX:
+        out.append(
+            (
+                f"{P}run_name",
+                f"{run[:20]!r}... is {len(run)} characters long; a run name is a directory name of at most "
+                f"{RUN_NAME_MAX} characters, so shorten it, or leave it empty for a new time-stamped name per run",
+            )
+        )
+    elif run is not _ABSENT and run != "" and not (isinstance(run, str) and NAME_RE.fullmatch(run)):
         out.append(
             (
                 f"{P}run_name",
@@ -357,7 +419,7 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
     env = inputs.get(f"{P}env", _ABSENT)
     if env is _ABSENT:
         return []
-    fix = "map variable names to plain values, e.g. {NCCL_DEBUG: INFO, NCCL_SOCKET_IFNAME: eth0}"
+    fix = "map variable names to plain values, e.g. {NCCL_DEBUG: INFO, OMP_NUM_THREADS: 4}"
     if not isinstance(env, Mapping):
         return [(f"{P}env", f"{env!r} is not a mapping; {fix}")]
     out: Problems = []
@@ -366,8 +428,18 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
             out.append(
                 (f"{P}env", f"{name!r} is not a variable name (letters, digits, '_', not starting with a digit); {fix}")
             )
+        elif why := _reserved_env(name):
+            out.append((f"{P}env", f"{name} may not be set here: {why}"))
+        # The value itself is never quoted: it may be a secret.
+        elif isinstance(value, bool):
+            out.append(
+                (
+                    f"{P}env",
+                    f"the value of {name} is a boolean (YAML reads an unquoted yes, no, true, false, on or off as "
+                    'one, and the ranks would get True or False); quote it, e.g. "yes" or "1"',
+                )
+            )
         elif not isinstance(value, str | int | float):
-            # The value itself is not quoted: it may be a secret.
             out.append(
                 (
                     f"{P}env",

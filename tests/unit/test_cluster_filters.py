@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
@@ -85,8 +87,25 @@ def test_slots_default_to_one_without_gpus_and_address_to_the_name():
         (GOOD_GROUPS, {"node_b": {"ansible_host": "10.0.0.0/8"}}, "node-b: ansible_host: '10.0.0.0/8' is a network"),
         (GOOD_GROUPS, {"node_b": {"horovod_node_address": "::1"}}, "node-b: horovod_node_address: '::1' is an IPv6"),
         (GOOD_GROUPS, {"node_c": {"ansible_host": "bad_name"}}, "not a valid host name"),
+        (GOOD_GROUPS, {"node_c": {"ansible_host": "192.0.2.012"}}, "node-c: ansible_host: '192.0.2.012' is not an"),
+        (
+            GOOD_GROUPS,
+            {"node_b": {"ansible_host": "gpu-b.example"}, "node_c": {"horovod_node_address": "GPU-B.example"}},
+            "node-c: address GPU-B.example is also node-b's (written gpu-b.example there; host names ignore case)",
+        ),
+        (
+            {
+                "horovod_cluster": ["gpu-a", "GPU-A.site-b"],
+                "horovod_master": ["gpu-a"],
+                "horovod_workers": ["GPU-A.site-b"],
+            },
+            {"gpu_a": {"ansible_host": "192.0.2.1"}, "GPU-A.site-b": {"ansible_host": "192.0.2.2"}},
+            "GPU-A.site-b: short host name GPU-A is also gpu-a's",
+        ),
         (GOOD_GROUPS, {"node_c": {"horovod_ssh_port": 2222}}, "horovod_ssh_port differs between hosts"),
         (GOOD_GROUPS, everywhere(horovod_ssh_port=22), "horovod_ssh_port: 22 is the port Ansible reaches"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port=2049), "horovod_ssh_port: 2049 is NFS's (nfsd) port; the"),
+        (GOOD_GROUPS, everywhere(horovod_ssh_port="111"), "horovod_ssh_port: 111 is rpcbind's (the NFS portmapper)"),
         (GOOD_GROUPS, everywhere(horovod_network_interfaces="eth0"), "'eth0' is a string, not a list"),
         (GOOD_GROUPS, everywhere(horovod_pip_packages={"name": "x"}), "is a mapping, not a list"),
         (GOOD_GROUPS, everywhere(horovod_ssh_port="12o45"), "'12o45' is not a whole number"),
@@ -174,6 +193,15 @@ def test_every_mapped_role_variable_exists_in_its_role():
         ("-bad.example", "not a valid host name"),
         ("a" * 64, "not a valid host name"),
         ("host name", "not a valid host name"),
+        ("gpu01\n", "not a valid host name"),
+        ("192.0.2.011", "'192.0.2.011' is not an IPv4 address as written (the C library reads it as 192.0.2.9)"),
+        ("0x7f.1", "(the C library reads it as 127.0.0.1)"),
+        ("10.1", "(the C library reads it as 10.0.0.1); write it as four decimal numbers"),
+        ("3232235777", "is not an IPv4 address as written"),
+        ("192.0.2.1.", "is not an IPv4 address as written"),
+        ("192.0.2.256", "is not an IPv4 address as written"),
+        ("1gpu.example", None),
+        ("gpu-01.example.com\n", "not a valid host name"),
     ],
 )
 def test_addresses(address, fragment):
@@ -386,3 +414,45 @@ def test_node_ips_by_address_or_resolved_name_without_loopback():
     ]
     assert cluster.cluster_node_ips(nodes, resolved) == {"a": ["10.0.0.1"], "b": ["10.0.0.2"], "c": [], "d": []}
     assert cluster.cluster_node_ips(nodes[:1], []) == {"a": ["10.0.0.1"]}
+
+
+# What an inventory value marked !unsafe reaches the gate as: raw text, which the role gets as it is.
+RUNS_CODE = "{{ cycler.__init__.__globals__.os.getcwd() }}"
+
+
+@pytest.mark.parametrize("variable", ["horovod_launch_runs_dir", "horovod_launch_workdir"])
+@pytest.mark.parametrize("raw", [RUNS_CODE, "{{ '/data1/artifacts/runs' }}"])
+def test_the_gate_judges_an_inventory_value_as_the_role_gets_it_never_rendered(variable, raw):
+    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_a={variable: raw}))
+    assert any(variable in e and f"{raw!r} is not absolute" in e for e in errors), errors
+    assert not any(os.getcwd() in e for e in errors), errors
+
+
+def test_a_default_is_rendered_once_after_the_defaults_it_refers_to():
+    inputs = {"a": "{{ c }}/x", "b": "{{ a }}/y", "c": "{{ 6 * 7 }}", "d": "{{ 6 * 7 }}"}
+    # c and d are the inventory's (not defaults): never rendered, and what a and b take in from c stays text.
+    assert gate._resolve(inputs, ["b", "a"]) == {
+        "a": "{{ 6 * 7 }}/x",
+        "b": "{{ 6 * 7 }}/x/y",
+        "c": "{{ 6 * 7 }}",
+        "d": "{{ 6 * 7 }}",
+    }
+    # Defaults that refer to each other in a circle are left as they are (the role's checks refuse them).
+    assert gate._resolve({"a": "{{ b }}", "b": "{{ a }}"}, ["a", "b"]) == {"a": "{{ b }}", "b": "{{ a }}"}
+
+
+@pytest.mark.parametrize("variable", ["ansible_host", "horovod_node_address"])
+@pytest.mark.parametrize("address", ["192.0.2.011", "node-c\n", "node-c."])
+def test_a_bad_address_is_named_by_the_nodes_variable_wherever_it_is_refused(variable, address):
+    """The roles' rules refuse it too (the exports' clients, the host lists): each names the node's own
+    variable, not a setting such as horovod_share_dir whose value the same message quotes."""
+    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_c={variable: address}))
+    quoting = [e for e in errors if repr(address) in e]
+    assert quoting and quoting[0].startswith(f"node-c: {variable}: {address!r} is not"), errors
+    roles = quoting[1:]
+    assert roles and all(e.startswith(f"{variable} of node-c (as ") for e in roles), errors
+
+
+def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
+    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
+    assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors

@@ -83,6 +83,7 @@ def test_parse_bytes(text, size):
         ({"horovod_bench_steps": "link"}, None),
         ({"horovod_bench_device": "gpu"}, "horovod_bench_device: 'gpu' is not one of auto, cpu, cuda"),
         ({"horovod_bench_name": "../x"}, "horovod_bench_name: '../x' may hold"),
+        ({"horovod_bench_name": "mine\n"}, "horovod_bench_name: 'mine\\n' may hold"),
         ({"horovod_bench_dir": "relative"}, "horovod_bench_dir: 'relative' must be an absolute path"),
         ({"horovod_bench_alreduce_iters": 3}, "horovod_bench_alreduce_iters: the benchmark has no such setting"),
     ],

@@ -131,7 +131,7 @@ def test_duplicate_address_is_rejected():
     ]
 
 
-@pytest.mark.parametrize("address", ["fe80::1", "node a", "a,b", "", "-bad", "node-a:2"])
+@pytest.mark.parametrize("address", ["fe80::1", "node a", "a,b", "", "-bad", "node-a:2", "node-a\n"])
 def test_bad_address_is_rejected(address):
     errors = hh.host_errors([{"name": "node-a", "address": address, "slots": 1}])
     assert len(errors) == 1

@@ -96,10 +96,14 @@ def test_the_assert_task_passes_every_input_the_rules_read():
             "code_dest": "/srv/share/code",
         },
         {"run_name": "r1.2_x-y"},
+        {"run_name": "r" * 100},
         {"code_repo": "https://github.com/horovod/horovod.git", "code_version": "v0.28.1"},
         {"command": ["python3", "train.py", "--epochs", 10]},
         {"example_args": ["--epochs", "5"]},
-        {"env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": 4, "X_1": True}},
+        {"env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": 4, "X_1": "yes", "X_2": 0.5}},
+        # Another helper's rule refuses these only where they point at the share.
+        {"env": {"PYTHONPATH": "/opt/lib", "LD_LIBRARY_PATH": "/opt/lib", "PATHS": "x", "MY_PATH": "/x"}},
+        {"env": {"OMPI_MCA_btl_tcp_if_include": "eth0", "HOROVOD_FUSION_THRESHOLD": "67108864", "NCCL_IB_HCA": "mlx5"}},
         {"extra_args": ["--timeline-filename", "/data1/share/t.json", "--fusion-threshold-mb=32"]},
         {"network_interfaces": ["eth0", "ib0", "eth0.100", "eth0:1", "veth@if3"]},
         {"min_shm_size": "512M"},
@@ -168,6 +172,12 @@ BAD = [
     ({"run_name": "../x"}, "run_name", "'../x' is not a plain directory name"),
     ({"run_name": "-r"}, "run_name", "'-r' is not a plain directory name"),
     ({"run_name": "a/b"}, "run_name", "is not a plain directory name"),
+    ({"run_name": "r" * 101}, "run_name", f"{'r' * 20!r}... is 101 characters long; a run name is a directory name"),
+    (
+        {"run_name": "r" * 100_000},
+        "run_name",
+        "is 100000 characters long; a run name is a directory name of at most 100",
+    ),
     (
         {"code_repo": "https://example.org/x.git"},
         "code_version",
@@ -186,6 +196,13 @@ BAD = [
     ({"env": {"A": {"b": 1}}}, "env", "the value of A is a dict, not a plain value"),
     ({"env": {"A": [1, 2]}}, "env", "the value of A is a list, not a plain value"),
     ({"env": {"A": None}}, "env", "the value of A is a NoneType, not a plain value"),
+    ({"env": {"PATH": "/usr/bin:/bin"}}, "env", "PATH may not be set here: it decides which ssh runs"),
+    ({"env": {"LD_PRELOAD": "/x.so"}}, "env", "LD_PRELOAD may not be set here: it loads code of its own"),
+    ({"env": {"OMPI_MCA_plm_rsh_agent": "ssh"}}, "env", "OMPI_MCA_plm_rsh_agent may not be set here: it changes how"),
+    ({"env": {"NCCL_SOCKET_IFNAME": "eth0"}}, "env", "list them in horovod_launch_network_interfaces instead"),
+    ({"env": {"HOROVOD_RANK": "0"}}, "env", "HOROVOD_RANK may not be set here: horovodrun sets it for every rank"),
+    ({"env": {"A": True}}, "env", "the value of A is a boolean (YAML reads an unquoted yes"),
+    ({"env": {"A": False}}, "env", 'quote it, e.g. "yes" or "1"'),
     ({"extra_args": ["-np", "4"]}, "extra_args", "'-np' is an option the role sets itself; use horovod_launch_np"),
     ({"extra_args": ["--ssh-port=22"]}, "extra_args", "'--ssh-port=22' is an option the role sets itself"),
     ({"extra_args": ["--mpi"]}, "extra_args", "use horovod_launch_controller instead"),
@@ -226,6 +243,47 @@ def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
     assert [v for v, _ in found] == [f"horovod_launch_{variable}"], found
     assert fragment in found[0][1], found
     assert not found[0][1].startswith("horovod_launch_"), "the caller prefixes the variable"
+
+
+# What horovodrun 0.28.1 sets for every rank (gloo_run.py create_slot_env_vars, create_run_env_vars;
+# common/util/secret.py), what loads or reaches the ranks, and the role's own mark of a run's processes.
+REFUSED_ENV = [
+    "PATH",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PYTHONHOME",
+    "OMPI_MCA_plm_rsh_agent",
+    "OMPI_MCA_plm_rsh_args",
+    "OMPI_MCA_orte_rsh_agent",
+    "PRTE_MCA_plm_ssh_agent",
+    "HOROVOD_LAUNCH_RUN_DIR",
+    "HOROVOD_HOSTNAME",
+    "HOROVOD_RANK",
+    "HOROVOD_SIZE",
+    "HOROVOD_LOCAL_RANK",
+    "HOROVOD_LOCAL_SIZE",
+    "HOROVOD_CROSS_RANK",
+    "HOROVOD_CROSS_SIZE",
+    "HOROVOD_GLOO_RENDEZVOUS_ADDR",
+    "HOROVOD_GLOO_RENDEZVOUS_PORT",
+    "HOROVOD_CONTROLLER",
+    "HOROVOD_CPU_OPERATIONS",
+    "HOROVOD_GLOO_IFACE",
+    "NCCL_SOCKET_IFNAME",
+    "HOROVOD_ELASTIC",
+    "_HOROVOD_SECRET_KEY",
+    "HOROVOD_SECRET_KEY",
+]
+
+
+@pytest.mark.parametrize("name", REFUSED_ENV)
+def test_an_environment_name_that_changes_how_ranks_are_reached_or_loaded_is_refused(name):
+    found = problems(env={"NCCL_DEBUG": "INFO", name: "s3cret-value"})
+    assert [v for v, _ in found] == ["horovod_launch_env"], found
+    assert found[0][1].startswith(f"{name} may not be set here: "), found
+    assert "s3cret-value" not in found[0][1]
 
 
 def test_an_environment_value_is_never_quoted():

@@ -12,6 +12,7 @@ gated too. The valid example and lab inventories pass the gate.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -84,6 +85,14 @@ def orphan_children() -> dict[str, Any]:
     return groups_of(horovod_master={"hosts": copy.deepcopy(MASTER)}, horovod_workers={"hosts": copy.deepcopy(WORKERS)})
 
 
+def same_address_but_case() -> dict[str, Any]:
+    data = host("server-b", ansible_host="gpu-b.example")
+    data["all"]["children"]["horovod_cluster"]["children"]["horovod_workers"]["hosts"]["server-c"].update(
+        ansible_host="GPU-B.example"
+    )
+    return data
+
+
 def not_pem(tmp: Path) -> str:
     path = tmp / "bundle.pem"
     path.write_text("not a certificate\n")
@@ -119,6 +128,22 @@ CASES: list[tuple[str, Any, str]] = [
     ("address-loopback", host("server-c", horovod_node_address="127.0.0.1"), "not an address other nodes can reach"),
     ("address-unspecified", host("server-b", ansible_host="0.0.0.0"), "not an address other nodes can reach"),
     ("address-duplicate", host("server-c", ansible_host="192.0.2.10"), "address 192.0.2.10 is also server-a's"),
+    ("address-duplicate-case", same_address_but_case(), "address GPU-B.example is also server-b's"),
+    (
+        "address-leading-zero",
+        host("server-b", ansible_host="192.0.2.011"),
+        "server-b: ansible_host: '192.0.2.011' is not an IPv4 address as written (the C library reads it as 192.0.2.9)",
+    ),
+    (
+        "address-leading-zero-named-by-the-node",
+        host("server-b", horovod_node_address="192.0.2.011"),
+        "horovod_node_address of server-b (as nfs_server_exports)",
+    ),
+    (
+        "address-trailing-newline",
+        host("server-b", ansible_host="server-b\n"),
+        "server-b: ansible_host: 'server-b\\n' is not a valid host name",
+    ),
     # paths
     ("share-dir-dotdot", cluster(horovod_share_dir="/data1/../etc"), "horovod_share_dir"),
     ("share-root-slash", cluster(horovod_share_root="/", horovod_share_dir="/"), "horovod_share_root"),
@@ -167,14 +192,27 @@ CASES: list[tuple[str, Any, str]] = [
     ("port-zero", cluster(horovod_ssh_port=0), "horovod_ssh_port"),
     ("port-too-high", cluster(horovod_ssh_port=70000), "horovod_ssh_port"),
     ("port-is-ansible-port", cluster(horovod_ssh_port=22), "horovod_ssh_port"),
+    ("port-is-nfs", cluster(horovod_ssh_port=2049), "horovod_ssh_port: 2049 is NFS's (nfsd) port"),
+    ("port-is-rpcbind", cluster(horovod_ssh_port="111"), "horovod_ssh_port: 111 is rpcbind's (the NFS portmapper)"),
     ("image-untagged", cluster(horovod_image="horovod/horovod"), "horovod_image"),
     ("image-latest", cluster(horovod_image="horovod/horovod:latest"), "horovod_image"),
+    (
+        "image-trailing-newline",
+        cluster(horovod_image="horovod/horovod:0.28.1\n"),
+        "horovod_image (as docker_horovod_image): 'horovod/horovod:0.28.1\\n' is not a valid image reference",
+    ),
     ("container-name-space", cluster(horovod_container_name="my container"), "horovod_container_name"),
     ("shm-size-word", cluster(horovod_shm_size="lots"), "horovod_shm_size"),
+    ("shm-size-zero", cluster(horovod_shm_size="0g"), "horovod_shm_size (as docker_horovod_shm_size): '0g' is zero"),
     ("pip-version-range", cluster(horovod_pip_packages=[{"name": "tqdm", "version": ">=4"}]), "horovod_pip_packages"),
     ("ca-bundle-missing", cluster(horovod_extra_ca_bundle="/nonexistent/ca.pem"), "horovod_extra_ca_bundle"),
     ("ca-bundle-not-pem", lambda tmp: cluster(horovod_extra_ca_bundle=not_pem(tmp)), "horovod_extra_ca_bundle"),
     ("run-name-path", cluster(horovod_run_name="../etc"), "horovod_run_name"),
+    (
+        "run-name-too-long",
+        cluster(horovod_run_name="r" * 100_000),
+        "horovod_run_name (as horovod_launch_run_name): 'rrrrrrrrrrrrrrrrrrrr'... is 100000 characters long",
+    ),
     ("interface-with-space", cluster(horovod_network_interfaces=["eth0 eth1"]), "horovod_network_interfaces"),
     ("command-empty-program", cluster(horovod_train_command=["", "train.py"]), "horovod_train_command"),
     # an elastic run the launch role would refuse, set on the master as a role variable
@@ -182,6 +220,16 @@ CASES: list[tuple[str, Any, str]] = [
         "elastic-with-mpi",
         host("server-a", horovod_launch_elastic=True, horovod_launch_controller="mpi"),
         "Horovod runs elastic jobs with Gloo only",
+    ),
+    (
+        "launch-env-path",
+        host("server-a", horovod_launch_env={"PATH": "/data1/share/bin:/usr/bin"}),
+        "horovod_launch_env: PATH may not be set here",
+    ),
+    (
+        "launch-env-boolean",
+        host("server-a", horovod_launch_env={"NCCL_DEBUG": "INFO", "USE_X": True}),
+        "horovod_launch_env: the value of USE_X is a boolean",
     ),
     (
         "elastic-cooldown-zero",
@@ -338,3 +386,32 @@ def test_the_benchmark_playbook_is_gated_and_checks_its_settings_before_any_host
     out = res.stdout + res.stderr
     assert "horovod_bench_allreduce_max_bytes: '1023' is not a size in bytes" in out
     assert "Check the benchmark's settings" in out and "Read the container's image ID" not in out
+
+
+def test_an_unsafe_inventory_value_is_judged_raw_as_the_role_gets_it(tmp_path):
+    """`!unsafe` text is never run by the gate (its result would show in the message), and the value the
+    gate judges is the one the launch role gets from the site's mapping (playbooks/vars/launch.yml)."""
+    raw = "{{ cycler.__init__.__globals__.os.getcwd() }}"
+    text = yaml.safe_dump(host("server-a", horovod_launch_runs_dir="RAW")).replace("RAW", f'!unsafe "{raw}"')
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(text)
+    res = playbook(inventory)
+    assert_stopped_in_gate(res, f"{raw!r} is not absolute")
+    judged = [line for line in (res.stdout + res.stderr).splitlines() if "horovod_launch_runs_dir" in line]
+    assert judged and not any(str(REPO) in line for line in judged), judged
+    show = tmp_path / "show.yml"
+    show.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "horovod_master",
+                    "gather_facts": False,
+                    "vars_files": [str(REPO / "playbooks/vars/cluster.yml"), str(REPO / "playbooks/vars/launch.yml")],
+                    "tasks": [{"ansible.builtin.debug": {"msg": "role gets {{ horovod_launch_runs_dir | to_json }}"}}],
+                }
+            ]
+        )
+    )
+    res = playbook(inventory, book=str(show))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"role gets {json.dumps(raw)}" in res.stdout, res.stdout
