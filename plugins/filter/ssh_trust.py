@@ -12,7 +12,7 @@ Facts the role sets on each node and these filters read through ``hostvars``:
 
 - ``__ssh_trust_host_keys``: the node's container host keys, ``"type blob"`` (tasks/read.yml);
 - ``__ssh_trust_bad_host_keys``: its host key files that are not one key each, and why (tasks/read.yml);
-- ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts (tasks/read.yml);
+- ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts that pin one key (tasks/read.yml);
 - ``__ssh_trust_keypair``: the result of the node's openssh_keypair task (tasks/main.yml);
 - ``__ssh_trust_listing``: the node's one read (tasks/read.yml), for its client key when that task skipped;
 - ``__ssh_trust_row``: the result of the node's ssh loop (tasks/verify.yml).
@@ -42,8 +42,8 @@ IP_RE = re.compile(r"^([0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
 LOOPBACK_RE = re.compile(r"^(127[.]|::1$)")
 # A container host public key file, as the find of tasks/read.yml lists it.
 HOST_KEY_FILE_RE = re.compile(r".*/ssh_host_\w+_key\.pub$")
-# The public key types sshd offers as host keys (certificates aside). A host key file holding anything
-# else is refused: what reaches known_hosts is one key, never a host pattern.
+# The public key types sshd offers as host keys (certificates aside). A host key file or a pinned line
+# holding anything else is refused or dropped: what reaches known_hosts is one key, never a host pattern.
 KEY_TYPES = (
     "ssh-ed25519",
     "ssh-rsa",
@@ -126,6 +126,13 @@ def host_key(text: str) -> tuple[str, str]:
     return ("", problem) if problem else (f"{kind} {blob}", "")
 
 
+def _pinnable(line: str) -> bool:
+    """Whether a known_hosts line's second and third fields (all that _pinned_for keeps of it) are one key
+    of a known type (key_problem): nothing else of a pinned line can reach known_hosts again."""
+    fields = line.split()
+    return len(fields) >= 3 and not key_problem(fields[1], fields[2])
+
+
 # --- tasks/read.yml ------------------------------------------------------------------------------
 
 
@@ -156,9 +163,10 @@ def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, 
 
     ``host_keys``: ``"type blob"`` of every ``ssh_host_*_key.pub`` that holds one key (host_key), sorted
     as Jinja sorts (ignoring case); ``bad_host_keys``: ``"PATH why"`` for each of the others, which the
-    role refuses before it writes anything (tasks/pins.yml); ``pinned_lines`` and ``authorized_lines``:
-    the lines of ``ssh_dir``/known_hosts and ``ssh_dir``/authorized_keys that are no comment and not
-    empty, stripped. A missing file has none.
+    role refuses before it writes anything (tasks/pins.yml); ``pinned_lines``: the lines of
+    ``ssh_dir``/known_hosts whose key is one of a known type (_pinnable; the role writes no others);
+    ``authorized_lines``: those of ``ssh_dir``/authorized_keys; both without comments and empty lines,
+    stripped. A missing file has none.
     """
     files: dict[str, str] = {}
     for result in slurped or []:
@@ -174,7 +182,7 @@ def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, 
     return {
         "host_keys": sorted(host_keys, key=str.lower),
         "bad_host_keys": bad,
-        "pinned_lines": _lines(files.get(f"{ssh_dir}/known_hosts", "")),
+        "pinned_lines": [line for line in _lines(files.get(f"{ssh_dir}/known_hosts", "")) if _pinnable(line)],
         "authorized_lines": _lines(files.get(f"{ssh_dir}/authorized_keys", "")),
     }
 

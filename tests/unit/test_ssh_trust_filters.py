@@ -293,6 +293,35 @@ def test_bad_host_keys_name_every_node_and_file_and_skip_nodes_not_read():
     ]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[node-b]:12345 ssh-ed25519",  # no blob: the line as a whole would have been the key
+        "[node-b]:12345,* ssh-foo AAAA",
+        "[node-b]:12345 ssh-ed25519 AAAA*C3Nz",
+        "[node-b]:12345 " + key("ssh-ed25519", "B", embedded="ssh-rsa"),
+        "[node-b]:12345 *",
+    ],
+)
+def test_a_pinned_line_without_one_known_key_is_not_read_and_never_written_again(line):
+    """A known_hosts line the role did not write (it writes only "HOSTS TYPE BLOB"): a node this run
+    left out keeps only keys pinned for it, so such a line must not become its key."""
+    hostvars = {
+        "node-a": read_node(
+            {
+                f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": f"{ED_A}\n",
+                f"{SSH_DIR}/known_hosts": f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}\n{line}\n",
+            }
+        ),
+        "node-b": {},  # left out of the run (--limit)
+    }
+    assert hostvars["node-a"]["__ssh_trust_pinned_lines"] == [f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}"]
+    assert f.pins(hostvars, PAIR, 12345)["known_hosts"] == [
+        f"[node-a]:12345,[192.0.2.10]:12345 {ED_A}",
+        f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}",
+    ]
+
+
 def test_host_names_are_the_addresses_that_are_not_ip_addresses():
     nodes = [
         {"name": "a", "address": "192.0.2.1"},
