@@ -11,7 +11,8 @@ are plugins/module_utils/ssh_trust_rules.py.
 Facts the role sets on each node and these filters read through ``hostvars``:
 
 - ``__ssh_trust_host_keys``: the node's container host keys, ``"type blob"`` (tasks/read.yml);
-- ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts (tasks/read.yml);
+- ``__ssh_trust_bad_host_keys``: its host key files that are not one key each, and why (tasks/read.yml);
+- ``__ssh_trust_pinned_lines``: the lines of the node's known_hosts that pin one key (tasks/read.yml);
 - ``__ssh_trust_keypair``: the result of the node's openssh_keypair task (tasks/main.yml);
 - ``__ssh_trust_listing``: the node's one read (tasks/read.yml), for its client key when that task skipped;
 - ``__ssh_trust_row``: the result of the node's ssh loop (tasks/verify.yml).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +31,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.filter.listing import listed_derived_keys
 
 HOST_KEYS = "__ssh_trust_host_keys"
+BAD_HOST_KEYS = "__ssh_trust_bad_host_keys"
 PINNED_LINES = "__ssh_trust_pinned_lines"
 KEYPAIR = "__ssh_trust_keypair"
 LISTING = "__ssh_trust_listing"
@@ -39,8 +42,22 @@ IP_RE = re.compile(r"^([0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$")
 LOOPBACK_RE = re.compile(r"^(127[.]|::1$)")
 # A container host public key file, as the find of tasks/read.yml lists it.
 HOST_KEY_FILE_RE = re.compile(r".*/ssh_host_\w+_key\.pub$")
-# "type blob", the rest (a comment) dropped.
-KEY_RE = re.compile(r"^(\S+)\s+(\S+).*$")
+# The public key types sshd offers as host keys (certificates aside). A host key file or a pinned line
+# holding anything else is refused or dropped: what reaches known_hosts is one key, never a host pattern.
+KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+# A public key line as ssh-keygen writes it: type, blob and an optional comment, apart by blanks.
+KEY_LINE_RE = re.compile(r"(\S+)[ \t]+(\S+)(?:[ \t]+(.*))?")
+# Control, format (bidirectional overrides), surrogate (bytes that are no UTF-8) and line or paragraph
+# separator characters: none of them belongs in a key's comment.
+CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # A line of a file that holds nothing: a comment or an empty line.
 BLANK_RE = re.compile(r"^(#|$)")
 WHOLE_RE = re.compile(r"^(.*)$")
@@ -70,9 +87,50 @@ def _lines(text: str) -> list[str]:
     return [line for line in (line.strip() for line in text.splitlines()) if not BLANK_RE.match(line)]
 
 
-def _type_blob(key: str) -> str:
-    """``"type blob"`` of a public key (``"type blob comment"``); a text of one word as it is."""
-    return KEY_RE.sub(r"\1 \2", key)
+def key_problem(kind: str, blob: str) -> str:
+    """Why ``kind blob`` is not one public key of a known type, "" when it is: `kind` one of KEY_TYPES,
+    `blob` base64 that decodes, and the type at the blob's start (an SSH string: a 4-byte big-endian
+    length, then the name) is `kind`, as sshd and ssh read a key."""
+    if kind not in KEY_TYPES:
+        return f"holds a key of type {kind[:60]!a}, not one of {', '.join(KEY_TYPES)}"
+    try:
+        data = base64.b64decode(blob, validate=True)
+    except ValueError:
+        return f"holds a key of type {kind} whose blob is not base64"
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 + size:
+        return f"holds a key of type {kind} whose blob is cut short"
+    if data[4 : 4 + size] != kind.encode():
+        return f"holds a key of type {kind} whose blob is of type {data[4 : 4 + size][:60].decode('latin-1')!a}"
+    return ""
+
+
+def host_key(text: str) -> tuple[str, str]:
+    """``("type blob", "")`` of a host public key file's text, or ``("", why not)``.
+
+    The file must hold one key of a known type (key_problem) on one line, which may end in a newline, and
+    at most a comment (dropped) without control characters. A second line would become a known_hosts line
+    of its own on every node: ``* ssh-ed25519 KEY`` there is that key for any host.
+    """
+    lines = text.removesuffix("\n").split("\n")
+    if len(lines) > 1:
+        return "", f"holds {len(lines)} lines, not one key on one line"
+    match = KEY_LINE_RE.fullmatch(lines[0])
+    if not match:
+        return "", "holds no key" if not lines[0].strip() else "is not one key as TYPE BLOB [COMMENT]"
+    kind, blob, comment = match.group(1), match.group(2), match.group(3) or ""
+    problem = key_problem(kind, blob)
+    if not problem:
+        control = [char for char in comment if unicodedata.category(char) in CONTROL_CATEGORIES]
+        problem = f"holds a comment with the control character U+{ord(control[0]):04X}" if control else ""
+    return ("", problem) if problem else (f"{kind} {blob}", "")
+
+
+def _pinnable(line: str) -> bool:
+    """Whether a known_hosts line's second and third fields (all that _pinned_for keeps of it) are one key
+    of a known type (key_problem): nothing else of a pinned line can reach known_hosts again."""
+    fields = line.split()
+    return len(fields) >= 3 and not key_problem(fields[1], fields[2])
 
 
 # --- tasks/read.yml ------------------------------------------------------------------------------
@@ -103,17 +161,28 @@ def authorized(authorized_lines: Iterable[str], wanted: Sequence[str], sources: 
 def read_files(slurped: Iterable[Mapping[str, Any]], ssh_dir: str) -> dict[str, list[str]]:
     """What tasks/read.yml keeps of the files it slurped (the ``results`` of its slurp loop).
 
-    ``host_keys``: ``"type blob"`` of every ``ssh_host_*_key.pub``, sorted as Jinja sorts (ignoring
-    case); ``pinned_lines`` and ``authorized_lines``: the lines of ``ssh_dir``/known_hosts and
-    ``ssh_dir``/authorized_keys that are no comment and not empty, stripped. A missing file has none.
+    ``host_keys``: ``"type blob"`` of every ``ssh_host_*_key.pub`` that holds one key (host_key), sorted
+    as Jinja sorts (ignoring case); ``bad_host_keys``: ``"PATH why"`` for each of the others, which the
+    role refuses before it writes anything (tasks/pins.yml); ``pinned_lines``: the lines of
+    ``ssh_dir``/known_hosts whose key is one of a known type (_pinnable; the role writes no others);
+    ``authorized_lines``: those of ``ssh_dir``/authorized_keys; both without comments and empty lines,
+    stripped. A missing file has none.
     """
     files: dict[str, str] = {}
     for result in slurped or []:
         files[str(result["source"])] = base64.b64decode(result["content"]).decode("utf-8", errors="surrogateescape")
-    host_keys = [_type_blob(text.strip()) for path, text in files.items() if HOST_KEY_FILE_RE.match(path)]
+    host_keys, bad = [], []
+    for path, text in files.items():
+        if HOST_KEY_FILE_RE.match(path):
+            key, problem = host_key(text)
+            if problem:
+                bad.append(f"{path} {problem}")
+            else:
+                host_keys.append(key)
     return {
         "host_keys": sorted(host_keys, key=str.lower),
-        "pinned_lines": _lines(files.get(f"{ssh_dir}/known_hosts", "")),
+        "bad_host_keys": bad,
+        "pinned_lines": [line for line in _lines(files.get(f"{ssh_dir}/known_hosts", "")) if _pinnable(line)],
         "authorized_lines": _lines(files.get(f"{ssh_dir}/authorized_keys", "")),
     }
 
@@ -297,9 +366,20 @@ def known_hosts(nodes: Nodes, known: Mapping[str, Sequence[str]], port: Any) -> 
     ]
 
 
+def bad_host_keys(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
+    """``"node: PATH why"`` for every host key file of the nodes that is not one key (read_files), in the
+    order of `nodes`. Nodes this run left out (--limit) were not read and give none."""
+    return [
+        f"{node['name']}: {problem}"
+        for node in nodes
+        for problem in (hostvars.get(str(node["name"])) or {}).get(BAD_HOST_KEYS) or []
+    ]
+
+
 def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any) -> dict[str, list[str]]:
     """What tasks/pins.yml decides, from one pass over every node's pinned lines:
-    ``{"changed": changed(...), "keyless": keyless(...), "known_hosts": known_hosts(...)}``.
+    ``{"changed": changed(...), "keyless": keyless(...), "known_hosts": known_hosts(...),
+    "bad_host_keys": bad_host_keys(...)}``.
     The same for every node: the role works it out once per run (run_once), and every node writes the
     same known_hosts lines, so the pin set costs one pass over the cluster instead of one per node."""
     pinned = all_pinned(hostvars, [str(node["name"]) for node in nodes])
@@ -308,6 +388,7 @@ def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any) -> dict[str, list
         "changed": _changed(hostvars, nodes, pinned),
         "keyless": _keyless(known),
         "known_hosts": known_hosts(nodes, known, port),
+        "bad_host_keys": bad_host_keys(hostvars, nodes),
     }
 
 

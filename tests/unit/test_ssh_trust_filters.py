@@ -126,6 +126,8 @@ def test_read_files_is_what_the_jinja_kept(index):
     sample = CASES[0]["reads"][index]
     out = f.read_files(sample["results"], SSH_DIR)
     expected = sample["out"]
+    # The Jinja refused nothing; the samples' host key files each hold one key.
+    assert out.pop("bad_host_keys") == []
     assert {f"__ssh_trust_{k}": v for k, v in out.items()} == expected
 
 
@@ -133,24 +135,191 @@ def slurp(files: dict[str, str]) -> list[dict[str, str]]:
     return [{"source": p, "content": base64.b64encode(t.encode()).decode()} for p, t in files.items()]
 
 
+def key(kind: str, seed: str = "k", embedded: str | None = None) -> str:
+    """``"type blob"`` of a public key of type `kind` as ssh-keygen writes one: the blob is base64 of an
+    SSH string (4-byte big-endian length, then the text) of the type (`embedded`, default `kind`), then
+    one of `seed` standing for the key itself."""
+
+    def string(text: str) -> bytes:
+        return len(text.encode()).to_bytes(4, "big") + text.encode()
+
+    return f"{kind} {base64.b64encode(string(embedded or kind) + string(seed)).decode()}"
+
+
+ED_A, ED_K, RSA_B = key("ssh-ed25519", "A"), key("ssh-ed25519", "K"), key("ssh-rsa", "B")
+
+
 def test_read_files_keeps_type_and_blob_and_drops_comments():
     out = f.read_files(
         slurp(
             {
-                "/etc/multinode-horovod/sshd/ssh_host_rsa_key.pub": "ssh-rsa BBB root@x\n",
-                "/etc/multinode-horovod/sshd/ssh_host_ed25519_key.pub": "ssh-ed25519 AAA root@x\n",
-                f"{SSH_DIR}/known_hosts": "# managed\n\n [a]:1 ssh-ed25519 AAA \n",
-                f"{SSH_DIR}/authorized_keys": "ssh-ed25519 K c\n#x\n",
+                "/etc/multinode-horovod/sshd/ssh_host_rsa_key.pub": f"{RSA_B} root@x\n",
+                "/etc/multinode-horovod/sshd/ssh_host_ed25519_key.pub": f"{ED_A} root@x\n",
+                f"{SSH_DIR}/known_hosts": f"# managed\n\n [a]:1 {ED_A} \n",
+                f"{SSH_DIR}/authorized_keys": f"{ED_K} c\n#x\n",
             }
         ),
         SSH_DIR,
     )
     assert out == {
-        "host_keys": ["ssh-ed25519 AAA", "ssh-rsa BBB"],
-        "pinned_lines": ["[a]:1 ssh-ed25519 AAA"],
-        "authorized_lines": ["ssh-ed25519 K c"],
+        "host_keys": [ED_A, RSA_B],
+        "bad_host_keys": [],
+        "pinned_lines": [f"[a]:1 {ED_A}"],
+        "authorized_lines": [f"{ED_K} c"],
     }
-    assert f.read_files([], SSH_DIR) == {"host_keys": [], "pinned_lines": [], "authorized_lines": []}
+    none: dict[str, list[str]] = {"host_keys": [], "bad_host_keys": [], "pinned_lines": [], "authorized_lines": []}
+    assert f.read_files([], SSH_DIR) == none
+
+
+# --- host key files and pinned lines: one key each, nothing else reaches known_hosts -------------
+
+HOST_KEY_DIR = "/etc/multinode-horovod/sshd"
+PLANTED = f"{HOST_KEY_DIR}/ssh_host_foo_key.pub"
+
+
+def read_node(files: dict[str, str]) -> dict[str, Any]:
+    """The facts tasks/read.yml sets on a node from these files (read_files)."""
+    read = f.read_files(slurp(files), SSH_DIR)
+    return {
+        "__ssh_trust_host_keys": read["host_keys"],
+        "__ssh_trust_pinned_lines": read["pinned_lines"],
+        "__ssh_trust_bad_host_keys": read.get("bad_host_keys", []),
+    }
+
+
+PAIR = [{"name": "node-a", "address": "192.0.2.10"}, {"name": "node-b", "address": "192.0.2.11"}]
+
+
+def test_a_host_key_file_with_a_second_line_pins_no_wildcard_and_is_refused():
+    """Root on node-b writes a file of its own host key directory whose second line, copied as it was,
+    would be a known_hosts line of its own on every node: that key for any host."""
+    planted = f"ssh-foo AAAA\n* {ED_K}"
+    hostvars = {
+        "node-a": read_node({f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": f"{ED_A} root@a\n"}),
+        "node-b": read_node({f"{HOST_KEY_DIR}/ssh_host_rsa_key.pub": f"{RSA_B} root@b\n", PLANTED: planted}),
+    }
+    found = f.pins(hostvars, PAIR, 12345)
+    lines = "\n".join(found["known_hosts"]).split("\n")
+    assert lines == [f"[node-a]:12345,[192.0.2.10]:12345 {ED_A}", f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}"]
+    assert found["bad_host_keys"] == [f"node-b: {PLANTED} holds 2 lines, not one key on one line"]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (f"{ED_A}\n{ED_K}\n", "holds 2 lines, not one key on one line"),
+        (f"{ED_A} root@b\n\n", "holds 2 lines"),
+        (f"{ED_A}\r\n", "is not one key as TYPE BLOB [COMMENT]"),
+        ("ssh-foo AAAAB3NzaC1yc2E=\n", "holds a key of type 'ssh-foo', not one of ssh-ed25519, ssh-rsa,"),
+        ("ssh-dss AAAAB3NzaC1kc3M=\n", "holds a key of type 'ssh-dss'"),
+        ("ssh-ed25519 AAAA*C3Nz\n", "holds a key of type ssh-ed25519 whose blob is not base64"),
+        ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE\n", "holds a key of type ssh-ed25519 whose blob is not base64"),
+        (key("ssh-ed25519", "A", embedded="ssh-rsa"), "key of type ssh-ed25519 whose blob is of type 'ssh-rsa'"),
+        (key("ssh-rsa", "B", embedded="ssh-rsa-cert"), "key of type ssh-rsa whose blob is of type 'ssh-rsa-cert'"),
+        # The length says more than the blob holds: the type is cut off.
+        ("ssh-rsa " + base64.b64encode(b"\0\0\0\x20ssh-rsa").decode() + "\n", "whose blob is cut short"),
+        ("ssh-rsa AAAA\n", "holds a key of type ssh-rsa whose blob is cut short"),
+        ("ssh-rsa " + base64.b64encode(b"\0\0\0\x05\x1b[2Kx").decode(), "whose blob is of type '\\x1b[2Kx'"),
+        ("ssh-rsa " + base64.b64encode(b"\0\0\0\x07ssh-dss").decode(), "whose blob is of type 'ssh-dss'"),
+        (f"{ED_A} root@b\x1b[2K\n", "holds a comment with the control character U+001B"),
+        (f"{ED_A} root@b\x85x\n", "holds a comment with the control character U+0085"),
+        (f"{ED_A} root\u202eb\n", "holds a comment with the control character U+202E"),
+        (f"{ED_A} root@b\u2028* {ED_K}\n", "holds a comment with the control character U+2028"),
+        ("", "holds no key"),
+        (" \n", "holds no key"),
+        ("ssh-ed25519\n", "is not one key as TYPE BLOB [COMMENT]"),
+    ],
+)
+def test_a_host_key_file_that_is_not_one_known_key_is_refused_and_not_read(text, why):
+    found = f.read_files(slurp({f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": text}), SSH_DIR)
+    assert found["host_keys"] == []
+    assert len(found["bad_host_keys"]) == 1
+    assert found["bad_host_keys"][0].startswith(f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub "), found
+    assert why in found["bad_host_keys"][0], found
+
+
+def test_a_host_key_file_that_is_not_utf_8_is_refused():
+    content = base64.b64encode(f"{ED_A} root@\xff\n".encode("latin-1")).decode()
+    found = f.read_files([{"source": f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub", "content": content}], SSH_DIR)
+    assert found["host_keys"] == []
+    assert found["bad_host_keys"] == [
+        f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub holds a comment with the control character U+DCFF"
+    ]
+
+
+# The host key types sshd offers, certificates aside.
+KNOWN_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+
+
+@pytest.mark.parametrize("kind", KNOWN_TYPES)
+@pytest.mark.parametrize("ending", ["\n", "", " root@node-b\n", "\troot@node-b (made by sshd-keygen) \n"])
+def test_one_key_of_each_known_type_is_read_with_or_without_its_newline_and_comment(kind, ending):
+    found = f.read_files(slurp({f"{HOST_KEY_DIR}/ssh_host_x_key.pub": key(kind, "X") + ending}), SSH_DIR)
+    assert found == {"host_keys": [key(kind, "X")], "bad_host_keys": [], "pinned_lines": [], "authorized_lines": []}
+
+
+def test_real_host_keys_of_ssh_keygen_are_read(tmp_path):
+    if not shutil.which("ssh-keygen"):
+        pytest.skip("ssh-keygen is not on PATH")
+    files = {}
+    for kind in ("ed25519", "rsa", "ecdsa"):
+        path = tmp_path / f"ssh_host_{kind}_key"
+        subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", "root@node", "-f", str(path)], check=True)
+        files[f"{HOST_KEY_DIR}/{path.name}.pub"] = path.with_suffix(".pub").read_text()
+    found = f.read_files(slurp(files), SSH_DIR)
+    assert found["bad_host_keys"] == []
+    assert sorted(found["host_keys"]) == sorted(" ".join(text.split()[:2]) for text in files.values())
+
+
+def test_bad_host_keys_name_every_node_and_file_and_skip_nodes_not_read():
+    nodes = [*PAIR, {"name": "node-c", "address": "192.0.2.12"}]
+    hostvars = {
+        "node-a": read_node({f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": "ssh-foo AAAA\n"}),
+        "node-b": read_node({PLANTED: f"{ED_A}\n{ED_K}\n", f"{HOST_KEY_DIR}/ssh_host_rsa_key.pub": f"{RSA_B}\n"}),
+        "node-c": {},  # left out of the run (--limit)
+    }
+    assert f.bad_host_keys(hostvars, nodes) == [
+        f"node-a: {HOST_KEY_DIR}/ssh_host_ed25519_key.pub holds a key of type 'ssh-foo', not one of "
+        + ", ".join(KNOWN_TYPES),
+        f"node-b: {PLANTED} holds 2 lines, not one key on one line",
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[node-b]:12345 ssh-ed25519",  # no blob: the line as a whole would have been the key
+        "[node-b]:12345,* ssh-foo AAAA",
+        "[node-b]:12345 ssh-ed25519 AAAA*C3Nz",
+        "[node-b]:12345 " + key("ssh-ed25519", "B", embedded="ssh-rsa"),
+        "[node-b]:12345 *",
+    ],
+)
+def test_a_pinned_line_without_one_known_key_is_not_read_and_never_written_again(line):
+    """A known_hosts line the role did not write (it writes only "HOSTS TYPE BLOB"): a node this run
+    left out keeps only keys pinned for it, so such a line must not become its key."""
+    hostvars = {
+        "node-a": read_node(
+            {
+                f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": f"{ED_A}\n",
+                f"{SSH_DIR}/known_hosts": f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}\n{line}\n",
+            }
+        ),
+        "node-b": {},  # left out of the run (--limit)
+    }
+    assert hostvars["node-a"]["__ssh_trust_pinned_lines"] == [f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}"]
+    assert f.pins(hostvars, PAIR, 12345)["known_hosts"] == [
+        f"[node-a]:12345,[192.0.2.10]:12345 {ED_A}",
+        f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}",
+    ]
 
 
 def test_host_names_are_the_addresses_that_are_not_ip_addresses():
@@ -332,7 +501,9 @@ def test_pins_is_the_three_decisions_in_one_pass(case):
         "changed": f.changed(hostvars, nodes),
         "keyless": f.keyless(hostvars, nodes),
         "known_hosts": f.known_hosts(nodes, f.known_keys(hostvars, nodes), port),
+        "bad_host_keys": f.bad_host_keys(hostvars, nodes),
     }
+    assert found["bad_host_keys"] == []
     host = inp["hosts"][0]
     assert found["changed"] == case["expected"][host]["changed"]
     assert found["keyless"] == case["expected"][host]["keyless"]
@@ -718,6 +889,65 @@ def test_a_host_whose_own_setting_is_bad_is_stopped(tmp_path):
     assert "ssh_trust_port: 0 is not a TCP port" in run.stdout
 
 
+REFUSAL = "Refuse host key files that are not one public key each"
+
+
+def run_pins(tmp_path: Path, files: dict[str, dict[str, str]]) -> subprocess.CompletedProcess[str]:
+    """tasks/read.yml's keeping of what it read and tasks/pins.yml on local hosts h1-h3, each with the
+    host key files `files` gives it, as the role's one read command lists them."""
+    tasks = [
+        role_task("assert.yml", "Read the node list once for the whole play"),
+        role_task("read.yml", "Keep what was read for the other nodes"),
+        *yaml.safe_load((REPO / "roles/ssh_trust/tasks/pins.yml").read_text()),
+    ]
+    play = {
+        "name": "ssh_trust's pins",
+        "hosts": "all",
+        "gather_facts": False,
+        "vars_files": [str(REPO / "roles/ssh_trust/vars/main.yml")],
+        "tasks": tasks,
+    }
+    inventory = input_check_inventory(CHECKED_NODES)
+    for name, host_vars in inventory["all"]["hosts"].items():
+        listing = "".join(f"@@ {path}\n{b64(text)}\n" for path, text in files[name].items())
+        host_vars["__ssh_trust_listing"] = {"stdout": listing}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play], sort_keys=False))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run(
+        ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def own_host_keys() -> dict[str, dict[str, str]]:
+    return {f"h{i}": {f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": f"{key('ssh-ed25519', f'h{i}')} root@h{i}\n"}
+            for i in (1, 2, 3)}  # fmt: skip
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_bad_host_key_file_on_one_node_stops_every_host_naming_the_node_and_file(tmp_path):
+    files = own_host_keys()
+    files["h2"][PLANTED] = f"ssh-foo AAAA\n* {ED_K}"
+    run = run_pins(tmp_path, files)
+    assert run.returncode != 0
+    lines = task_lines(run.stdout, REFUSAL)
+    assert [line[:12] for line in lines] == ["fatal: [h1]:", "fatal: [h2]:", "fatal: [h3]:"], run.stdout[-4000:]
+    said = " ".join(run.stdout.split())
+    assert f"h2: {PLANTED} holds 2 lines, not one key on one line. Each ssh_host_*_key.pub in {HOST_KEY_DIR}" in said
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_sound_host_key_files_pass_on_every_host(tmp_path):
+    run = run_pins(tmp_path, own_host_keys())
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert task_lines(run.stdout, REFUSAL) == ["ok: [h1]", "ok: [h2]", "ok: [h3]"]
+
+
 def read_command_tree(tmp_path: Path) -> tuple[list[str], Path, Path]:
     """The argv of tasks/read.yml's command and the host key and ssh directories of a tree of its own."""
     task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
@@ -731,10 +961,10 @@ def read_command_tree(tmp_path: Path) -> tuple[list[str], Path, Path]:
 def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
     # The command of tasks/read.yml, run here on a tree of its own, through the same two filters.
     argv, host_dir, ssh_dir = read_command_tree(tmp_path)
-    (host_dir / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAAC3Nza root@node (comment)\n")
-    (host_dir / "ssh_host_rsa_key.pub").write_text("ssh-rsa AAAAB3Nza root@node\n")
+    (host_dir / "ssh_host_ed25519_key.pub").write_text(f"{ED_A} root@node (comment)\n")
+    (host_dir / "ssh_host_rsa_key.pub").write_text(f"{RSA_B} root@node\n")
     (host_dir / "ssh_host_rsa_key").write_text("PRIVATE, never read\n")
-    (ssh_dir / "known_hosts").write_text("# pinned\n[a]:12345 ssh-ed25519 AAAAC3Nza\n\n")
+    (ssh_dir / "known_hosts").write_text(f"# pinned\n[a]:12345 {ED_A}\n\n")
     (ssh_dir / "authorized_keys").write_text("")
     out = subprocess.run([*argv[:4], str(host_dir), str(ssh_dir)], capture_output=True, text=True, check=True).stdout
     listed = f.listed_files(out)
@@ -744,8 +974,9 @@ def test_the_roles_read_command_lists_what_read_files_keeps(tmp_path):
     )  # fmt: skip
     kept = f.read_files(listed, str(ssh_dir))
     assert kept == {
-        "host_keys": ["ssh-ed25519 AAAAC3Nza", "ssh-rsa AAAAB3Nza"],
-        "pinned_lines": ["[a]:12345 ssh-ed25519 AAAAC3Nza"],
+        "host_keys": [ED_A, RSA_B],
+        "bad_host_keys": [],
+        "pinned_lines": [f"[a]:12345 {ED_A}"],
         "authorized_lines": [],
     }
     # Nothing there yet (a new node): nothing listed.
