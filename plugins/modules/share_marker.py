@@ -20,7 +20,7 @@ description:
     read-write share (C(no_root_squash)), so the master's root must not open a name there that someone
     else may have created.
   - O(state=present) creates C(.multinode-horovod-check-TOKEN) in each directory that exists, exclusively
-    (a name that is already there, a symbolic link included, is never written through: the module fails
+    (a name that is already there, a symbolic link included, is never written through, the module fails
     and says so) and never following a link.
   - O(state=read) reports, for each directory, whether its marker holds the token. The marker is opened
     without following a link and without blocking (a FIFO), and only a regular file is read.
@@ -82,7 +82,7 @@ markers:
   description:
     - With O(state=read), for each directory given, what its marker is here. V(ok) (it holds the token),
       V(missing) (no such file), V(different) (a regular file with another content), V(not a regular file)
-      (a link, a directory, a device or a FIFO: not opened), or V(unreadable) with the reason.
+      (a link, a directory, a device or a FIFO, not opened), or V(unreadable) with the reason.
   returned: success
   type: dict
 writable:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from checkout import REPO, load
 
 m = load("plugins/modules/share_marker.py", "share_marker")
@@ -138,3 +139,10 @@ def test_the_module_runs_as_ansible_runs_it(dirs: tuple[Path, Path, Path]) -> No
     seen = call(path=[str(share)], token=TOKEN)
     assert seen["markers"] == {str(share): "not a regular file"} and seen["changed"] is False
     assert (outside / "shadow").read_text() == "root:secret-hash\n"
+
+
+def test_its_documentation_is_what_ansible_doc_reads():
+    doc = yaml.safe_load(m.DOCUMENTATION)
+    assert doc["module"] == "share_marker" and set(doc["options"]) == {"path", "token", "state", "write_check"}
+    assert set(yaml.safe_load(m.RETURN)) == {"written", "markers", "writable", "removed"}
+    yaml.safe_load(m.EXAMPLES)

@@ -9,7 +9,9 @@ rebooted worker comes back with its mount (fstab) and its share in the container
 The tests reach each machine by name, so they run once (not once per host).
 """
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -254,6 +256,142 @@ def test_the_site_names_a_container_that_does_not_see_the_share(hosts, inventory
     finally:
         run_ok(worker, f"docker restart {CONTAINER}")
     wait_until("sshd in worker2's container", lambda: sshd_listens(worker), 60)
+
+
+# --- root on a worker against the master (SECURITY.md, "Root on a worker cannot change what every node
+# executes"): each attack is made as a worker's root makes it, over the real NFS export.
+
+SSHD_DIR = "/etc/multinode-horovod/sshd"
+TRUST_DIR = "/etc/multinode-horovod/ssh"
+# Names the site's storage checks wrote with `printf >` as the master's root before they used
+# multinode.horovod.share_marker (and the container check compared device and inode instead).
+OLD_MARKERS = (".multinode-horovod-container-check", ".multinode-horovod-shared-check")
+
+
+def ansible(tool, inventory, *args):
+    """An Ansible command of the venv against the scenario's inventory: (the run, its output on one line)."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / tool), "-i", inventory, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".cache" / "collections")},
+    )
+    return done, " ".join((done.stdout + done.stderr).split())
+
+
+def test_a_link_a_worker_plants_on_the_share_is_never_written_through(hosts, inventory):
+    """Root on worker1 plants, on the share, links to a file of the master's host: at the names the
+    site's storage checks used, and at the very name share_marker is about to create. The site runs,
+    the marker write refuses the planted name saying nothing was written through it, and the target
+    is unchanged."""
+    master, worker = hosts["master"], hosts["worker1"]
+    target = "/etc/multinode-horovod-attack-target"
+    run_ok(master, f"echo 'the master own file' > {target}")
+    token = uuid.uuid4().hex
+    planted = [*OLD_MARKERS, f".multinode-horovod-check-{token}"]
+    for name in planted:
+        run_ok(worker, f"ln -sfn {target} {SHARE}/{name}")
+    try:
+        # The links really are on the master's disk, as symbolic links (NFS made them for root on worker1).
+        assert run_ok(master, f"readlink {SHARE}/{OLD_MARKERS[0]}").strip() == target
+        done, said = ansible("ansible-playbook", inventory, str(REPO / "site.yml"), "--tags", "storage")
+        assert done.returncode == 0, said[-3000:]
+        args = json.dumps({"path": [SHARE], "token": token, "state": "present"})
+        done, said = ansible("ansible", inventory, "master", "-m", "multinode.horovod.share_marker", "-a", args)
+        assert done.returncode != 0, said
+        assert "is there already" in said and "nothing was written through it" in said, said
+        assert run_ok(master, f"cat {target}") == "the master own file\n"
+    finally:
+        for name in planted:
+            master.run(f"rm -f {SHARE}/{name}")
+        master.run(f"rm -f {target}")
+
+
+def test_a_host_key_file_with_a_wildcard_line_is_refused_on_every_node(hosts, inventory):
+    """Root on worker1 writes a file into its own container host key directory whose second line, copied
+    into known_hosts, would pin a key for any host: ssh_trust stops on every node, naming worker1 and the
+    file, and no node's files change."""
+    nodes = ("master", "worker1", "worker2")
+    worker = hosts["worker1"]
+    planted = f"{SSHD_DIR}/ssh_host_foo_key.pub"
+    key = " ".join(run_ok(hosts["master"], f"cat {SSHD_DIR}/ssh_host_ed25519_key.pub").split()[:2])
+
+    def trust_files(host):
+        out = run_ok(host, f"find {TRUST_DIR} -type f -exec sha256sum {{}} +")
+        return {path: digest for digest, path in (line.split(None, 1) for line in out.splitlines())}
+
+    before = {name: trust_files(hosts[name]) for name in nodes}
+    assert all(f"{TRUST_DIR}/known_hosts" in files for files in before.values()), before
+    run_ok(worker, f"printf 'ssh-foo AAAA\\n* %s\\n' '{key}' > {planted}")
+    try:
+        done, said = ansible(
+            "ansible-playbook", inventory, str(REPO / "site.yml"), "--tags", "ssh_trust", "--skip-tags", "launch"
+        )
+        assert done.returncode != 0, said[-2000:]
+        header = "TASK [multinode.horovod.ssh_trust : Refuse host key files that are not one public key each]"
+        assert header in done.stdout, said[-3000:]
+        section = done.stdout.split(header, 1)[1].split("\nTASK [", 1)[0].split("\nPLAY RECAP", 1)[0]
+        assert sorted(re.findall(r"^fatal: \[([\w-]+)\]", section, flags=re.M)) == sorted(nodes), section[-3000:]
+        assert f"worker1: {planted} holds 2 lines, not one key on one line" in said, said[-3000:]
+        assert {name: trust_files(hosts[name]) for name in nodes} == before
+        for name in nodes:
+            assert f"* {key}" not in run_ok(hosts[name], f"cat {TRUST_DIR}/known_hosts")
+    finally:
+        worker.run(f"rm -f {planted}")
+    assert worker.run(f"test -e {planted}").rc != 0
+
+
+def test_training_code_a_worker_can_write_is_refused_before_any_change(hosts, inventory):
+    """Root on worker1 can write the share, so a train command on it would run what the worker wrote as
+    root in the master's container (which holds the cluster key): the gate refuses it, naming the
+    setting, before any host is touched."""
+    script = f"{SHARE}/code/train.py"
+    run_ok(hosts["worker1"], f"mkdir -p {SHARE}/code && echo 'print(1)' > {script}")
+    try:
+        assert run_ok(hosts["master"], f"cat {script}").strip() == "print(1)"
+        command = json.dumps({"horovod_train_command": ["python3", script]})
+        done, said = ansible("ansible-playbook", inventory, str(REPO / "site.yml"), "--tags", "launch", "-e", command)
+        assert done.returncode != 0, said[-2000:]
+        assert "Fix the inventory first (nothing was changed)" in said, said[-3000:]
+        assert "horovod_train_command" in said and script in said, said[-3000:]
+        assert "Validate the inventory" in said and "TASK [multinode.horovod.horovod_launch" not in said
+    finally:
+        hosts["master"].run(f"rm -rf {SHARE}/code")
+
+
+@pytest.mark.skipif(os.environ.get("MNH_TESTS") != "all", reason="make test-all only (MNH_TESTS=all)")
+def test_the_site_works_with_root_squash_on_the_share(hosts, addr, inventory):
+    """SECURITY.md's advice to take root's power over the share from the workers: the site converges with
+    root_squash (twice, the second run changing nothing), root on a worker then writes the share as
+    nobody and cannot write the master's root-owned files, and every container still sees the share.
+    The site's defaults are put back at the end."""
+    squashed = json.dumps({"horovod_nfs_export_options": ["rw", "sync", "no_subtree_check", "root_squash"]})
+    master, worker = hosts["master"], hosts["worker1"]
+    try:
+        for run in ("first", "second"):
+            done, said = ansible(
+                "ansible-playbook", inventory, str(REPO / "site.yml"), "--skip-tags", "launch", "-e", squashed
+            )
+            assert done.returncode == 0, f"{run} run: {said[-3000:]}"
+        changed = [int(n) for n in re.findall(r"\bchanged=(\d+)", done.stdout)]
+        assert changed and sum(changed) == 0, said[-3000:]
+        for path in (SHARE, ARTIFACTS):
+            for client in (addr["worker1"], addr["worker2"]):
+                options = exports(master)[path][client]
+                assert "root_squash" in options and "no_root_squash" not in options, (path, client, options)
+        # What the workers write goes where nobody may write, and is nobody's; the master's own files are not theirs.
+        run_ok(master, f"install -d -o nobody -g nogroup -m 0755 {SHARE}/squashed")
+        run_ok(worker, f"echo data > {SHARE}/squashed/from-worker1 && sync")
+        assert run_ok(master, f"stat -c %U {SHARE}/squashed/from-worker1").strip() == "nobody"
+        refused = worker.run(f"touch {SHARE}/by-root-on-worker1")
+        assert refused.rc != 0 and "Permission denied" in refused.stderr, refused.stderr
+        assert in_container(worker, f"cat {SHARE}/squashed/from-worker1").stdout.strip() == "data"
+    finally:
+        master.run(f"rm -rf {SHARE}/squashed {SHARE}/by-root-on-worker1")
+        done, said = ansible("ansible-playbook", inventory, str(REPO / "site.yml"), "--skip-tags", "launch")
+        assert done.returncode == 0, said[-3000:]
+    assert "no_root_squash" in exports(master)[SHARE][addr["worker1"]]
 
 
 def boot_id(host):
