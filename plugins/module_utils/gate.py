@@ -99,7 +99,14 @@ SETTINGS: tuple[Setting, ...] = (
         ["rw", "sync", "no_subtree_check", "no_root_squash"],
         ("nfs_server_exports",),
     ),
-    Setting("horovod_nfs_mount_options", "list", ["nfsvers=4.2", "hard", "_netdev", "noatime"], ("nfs_client_mounts",)),
+    # nosuid, nodev: a setuid program or a device node that root on one worker puts on the share (or the
+    # master on the artifact directory) is no way to root on the other nodes.
+    Setting(
+        "horovod_nfs_mount_options",
+        "list",
+        ["nfsvers=4.2", "hard", "_netdev", "noatime", "nosuid", "nodev"],
+        ("nfs_client_mounts",),
+    ),
     Setting("horovod_image", "str", "horovod/horovod:0.28.1", ("docker_horovod_image",)),
     Setting("horovod_image_archive", "str", "", ("docker_horovod_image_archive",)),
     Setting("horovod_image_archive_checksum", "str", "", ("docker_horovod_image_archive_checksum",)),

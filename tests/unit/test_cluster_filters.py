@@ -279,7 +279,7 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
     }
     mounts = inputs("node-b", good_hostvars())["nfs_client"]["nfs_client_mounts"]
     assert [(m["path"], m["mountpoint"], m["options"][-1]) for m in mounts] == [
-        ("/data1/share", "/data1/share", "noatime"),
+        ("/data1/share", "/data1/share", "nodev"),
         ("/data1/artifacts", "/data1/artifacts", "ro"),
     ]
     launch = master["horovod_launch"]
@@ -295,6 +295,17 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
 )
 def test_read_only_export_options(options, expected):
     assert cluster.read_only_export_options(options) == expected
+
+
+def test_the_share_and_the_artifact_directory_are_mounted_without_setuid_files_or_devices():
+    """Root on one worker may write the share: a setuid program or a device node it puts there must
+    be no way to root on another node (nor one the master puts in the artifact directory)."""
+    mounts = inputs("node-b", good_hostvars())["nfs_client"]["nfs_client_mounts"]
+    assert [m["path"] for m in mounts] == ["/data1/share", "/data1/artifacts"]
+    for mount in mounts:
+        assert {"nosuid", "nodev"} <= set(mount["options"]), mount
+    role_default = yaml.safe_load((REPO / "roles/nfs_client/defaults/main.yml").read_text())
+    assert {"nosuid", "nodev"} <= set(role_default["nfs_client_default_options"])
 
 
 def test_read_only_mount_options():
