@@ -33,6 +33,7 @@ from typing import Any
 import jinja2
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem, strip_slash
@@ -707,7 +708,37 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
         report.errors.append(f"{line} (on {_hosts_phrase(hosts, len(nodes))})")
     _overridden(nodes, master, hostvars, per_host, report)
     report.warnings.extend(_writable_artifacts(nodes, hostvars, per_host))
+    report.warnings.extend(_opt_ins(nodes, hostvars))
     return report
+
+
+# The roles' switches that let a weaker setting through, and what each one then allows.
+OPT_INS = {
+    "nfs_server_allow_weak_options": (
+        "the exports may use insecure (any user on a worker, not only root, can then talk NFS to the master in "
+        "any user's name), anonuid=0 or anongid=0 (the squashed users become root)"
+    ),
+}
+
+
+def _opt_ins(nodes: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A warning for each switch of OPT_INS the inventory turns on: it weakens what the site guarantees."""
+    out = []
+    for variable, allows in OPT_INS.items():
+        hosts = [name for name in nodes if _switched_on(hostvars[name].get(variable))]
+        if hosts:
+            out.append(
+                f"{variable} (on {_hosts_phrase(hosts, len(nodes))}) is true: {allows}. Remove it unless that is "
+                "really meant (SECURITY.md)."
+            )
+    return out
+
+
+def _switched_on(value: Any) -> bool:
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        return False  # not a boolean: the role's argument spec refuses it
 
 
 def _writable_artifacts(

@@ -308,6 +308,19 @@ def test_the_share_and_the_artifact_directory_are_mounted_without_setuid_files_o
     assert {"nosuid", "nodev"} <= set(role_default["nfs_client_default_options"])
 
 
+def test_weak_export_options_stop_in_the_gate_unless_allowed_with_a_warning():
+    weak = everywhere(horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "no_root_squash", "insecure"])
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    refused = [e for e in report["errors"] if "option 'insecure'" in e]
+    assert len(refused) == 2, report  # the share's export and the artifact directory's
+    assert all("horovod_nfs_export_options" in e and "nfs_server_allow_weak_options: true" in e for e in refused)
+    assert not any("nfs_server_allow_weak_options" in w for w in report["warnings"])
+    weak["node_a"] = {**weak["node_a"], "nfs_server_allow_weak_options": True}
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    assert report["errors"] == []
+    assert [w for w in report["warnings"] if w.startswith("nfs_server_allow_weak_options (on node-a) is true")], report
+
+
 def test_read_only_mount_options():
     assert cluster.read_only_mount_options(["nfsvers=4.2", "rw", "hard"]) == ["nfsvers=4.2", "hard", "ro"]
 
