@@ -714,6 +714,10 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
 
 # The roles' switches that let a weaker setting through, and what each one then allows.
 OPT_INS = {
+    "container_sshd_allow_any_source": (
+        "container_sshd_allow_from may admit every address, so root may log in to the containers (the master's "
+        "holds the cluster's key) from anywhere that reaches horovod_ssh_port"
+    ),
     "nfs_server_allow_weak_options": (
         "the exports may use insecure (any user on a worker, not only root, can then talk NFS to the master in "
         "any user's name), anonuid=0 or anongid=0 (the squashed users become root)"

@@ -252,6 +252,16 @@ def test_a_bad_sshd_source_in_the_inventory_stops_in_the_gate():
     assert not any("container_sshd_allow_from" in w for w in report["warnings"])
 
 
+def test_an_sshd_source_that_admits_every_address_stops_in_the_gate_unless_allowed_with_a_warning():
+    hostvars = good_hostvars(node_b={"container_sshd_allow_from": ["0.0.0.0/0"]})
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert [e for e in report["errors"] if e.startswith("container_sshd_allow_from: '0.0.0.0/0' admits every")], report
+    hostvars["node-b"]["container_sshd_allow_any_source"] = True
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert report["errors"] == []
+    assert [w for w in report["warnings"] if w.startswith("container_sshd_allow_any_source (on node-b) is true")]
+
+
 def test_every_fact_a_role_publishes_is_known_to_the_gate():
     """A later play's gate (preflight.yml after a launch) sees the roles' facts among the host's variables."""
     published = set()
