@@ -50,12 +50,73 @@ POSITIVE = {
 # (a checkout would take it over).
 ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir")
 
+# horovodrun's options and how many values each takes: Horovod 0.28.1's parser (horovod/runner/launch.py,
+# parse_args) and argparse's own -h/--help. argparse also takes a unique prefix of a long option
+# (--ssh-p for --ssh-port) and a one-letter option's value glued on (-p22), so the reserved options
+# below are found through this list, not by their names alone.
+HOROVODRUN_OPTIONS: dict[str, int] = {
+    **dict.fromkeys(("-h", "--help", "-v", "--version", "-cb", "--check-build", "--disable-cache"), 0),
+    **dict.fromkeys(("-np", "--num-proc", "--start-timeout", "--output-filename", "--config-file"), 1),
+    "--network-interfaces": 1,
+    "--network-interface": 1,
+    "--verbose": 0,
+    **dict.fromkeys(("-p", "--ssh-port", "-i", "--ssh-identity-file"), 1),
+    **dict.fromkeys(("--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity"), 1),
+    **dict.fromkeys(
+        (
+            "--hierarchical-allreduce",
+            "--no-hierarchical-allreduce",
+            "--hierarchical-allgather",
+            "--no-hierarchical-allgather",
+            "--torus-allreduce",
+            "--no-torus-allreduce",
+            "--autotune",
+            "--no-autotune",
+        ),
+        0,
+    ),
+    **dict.fromkeys(
+        (
+            "--autotune-log-file",
+            "--autotune-warmup-samples",
+            "--autotune-steps-per-sample",
+            "--autotune-bayes-opt-max-samples",
+            "--autotune-gaussian-process-noise",
+        ),
+        1,
+    ),
+    **dict.fromkeys(("--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--slots-per-host"), 1),
+    **dict.fromkeys(("--elastic-timeout", "--reset-limit"), 1),
+    "--blacklist-cooldown-range": 2,
+    "--timeline-filename": 1,
+    **dict.fromkeys(("--timeline-mark-cycles", "--no-timeline-mark-cycles", "--no-stall-check", "--stall-check"), 0),
+    **dict.fromkeys(("--stall-check-warning-time-seconds", "--stall-check-shutdown-time-seconds"), 1),
+    **dict.fromkeys(("--mpi-threads-disable", "--no-mpi-threads-disable", "--tcp"), 0),
+    **dict.fromkeys(("--mpi-args", "--binding-args", "--num-nccl-streams", "--thread-affinity"), 1),
+    **dict.fromkeys(("--gloo-timeout-seconds", "--log-level"), 1),
+    **dict.fromkeys(
+        (
+            "--log-with-timestamp",
+            "--log-without-timestamp",
+            "-prefix-timestamp",
+            "--prefix-output-with-timestamp",
+            "--log-hide-timestamp",
+            "--no-log-hide-timestamp",
+        ),
+        0,
+    ),
+    **dict.fromkeys(("-H", "--hosts", "-hostfile", "--hostfile", "--host-discovery-script"), 1),
+    **dict.fromkeys(("--gloo", "--mpi", "--jsrun"), 0),
+}
+# A YAML file that can set every option, the reserved ones included.
+CONFIG_FILE = "--config-file"
 # horovodrun options this role sets from its own variables.
 RESERVED_ARGS = {
     "-np": f"{P}np",
     "--num-proc": f"{P}np",
     "-H": f"{P}hosts",
     "--hosts": f"{P}hosts",
+    "-hostfile": f"{P}hosts",
     "--hostfile": f"{P}hosts",
     "-p": f"{P}ssh_port",
     "--ssh-port": f"{P}ssh_port",
@@ -75,7 +136,6 @@ RESERVED_ARGS = {
     "--host-discovery-script": f"{P}elastic",
     "--blacklist-cooldown-range": f"{P}elastic_cooldown",
     "--slots-per-host": f"{P}hosts",
-    "--slots": f"{P}hosts",
 }
 # Horovod's bounds of --blacklist-cooldown-range (horovod/runner/elastic/discovery.py).
 COOLDOWN_MIN, COOLDOWN_MAX = 1, 3600
@@ -377,14 +437,72 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
     return out
 
 
+def horovodrun_options(arg: str) -> tuple[list[str], str | None]:
+    """The options of HOROVODRUN_OPTIONS that horovodrun's argparse may read `arg` as (more than one: it
+    stops, the option being ambiguous), and the value given within `arg` (None: its values follow)."""
+    name, equals, value = arg.partition("=")
+    glued = value if equals else None
+    if arg in HOROVODRUN_OPTIONS or (equals and name in HOROVODRUN_OPTIONS):
+        return [arg if arg in HOROVODRUN_OPTIONS else name], None if arg in HOROVODRUN_OPTIONS else glued
+    if arg.startswith("--"):
+        return [option for option in HOROVODRUN_OPTIONS if option.startswith(name)], glued
+    # One dash: a one-letter option with its value glued on (-p22), which after a flag may be the next
+    # one-letter option (-vp22), or a prefix of a one-dash option (-hostf for -hostfile).
+    found = [option for option in HOROVODRUN_OPTIONS if option.startswith(name) and option[1] != "-"]
+    short = arg[:2]
+    if short in HOROVODRUN_OPTIONS and len(arg) > 2:
+        found.insert(0, short)
+        glued = arg[2:]
+        if HOROVODRUN_OPTIONS[short] == 0:
+            found += horovodrun_options("-" + glued)[0]
+    return list(dict.fromkeys(found)), glued
+
+
+def _reserved(arg: str, option: str) -> str:
+    """The refusal of `arg`, which horovodrun reads as the reserved `option`."""
+    name = arg.partition("=")[0]
+    if name == option:
+        read_as = ""
+    elif option == arg[:2]:
+        read_as = f" (horovodrun reads it as {option} with its value glued on)"
+    elif option.startswith(name):
+        read_as = f" (horovodrun's argparse takes a prefix of an option for the option: this is {option})"
+    else:
+        read_as = f" (horovodrun reads one-letter options run together: this holds {option})"
+    if option == CONFIG_FILE:
+        return (
+            f"{arg!r}{read_as} names a file that can set every horovodrun option, the ssh port and identity file "
+            f"the role sets included; give the options you need one by one in {P}extra_args"
+        )
+    return f"{arg!r}{read_as} is an option the role sets itself; use {RESERVED_ARGS[option]} instead"
+
+
 def _extra_args(inputs: Mapping[str, Any]) -> Problems:
     out, args = _list(inputs, f"{P}extra_args", f"[--timeline-filename, {defaults.SHARE_DIR}/timeline.json]")
-    for arg in args or []:
-        option = str(arg).split("=", 1)[0]
-        if option in RESERVED_ARGS:
+    words = [str(arg) for arg in args or []]
+    index = 0
+    while index < len(words):
+        arg = words[index]
+        index += 1
+        if arg in ("", "-", "--") or not arg.startswith("-"):
+            # horovodrun's command starts at its first word that is neither an option nor an option's value.
             out.append(
-                (f"{P}extra_args", f"{arg!r} is an option the role sets itself; use {RESERVED_ARGS[option]} instead")
+                (
+                    f"{P}extra_args",
+                    f"{arg!r} is not a horovodrun option or the value of the option before it, so horovodrun would "
+                    f"run it and everything after it as the command; give options and their values only (the "
+                    f"command goes in {P}command)",
+                )
             )
+            break
+        options, glued = horovodrun_options(arg)
+        reserved = [option for option in options if option in RESERVED_ARGS or option == CONFIG_FILE]
+        if reserved:
+            out.append((f"{P}extra_args", _reserved(arg, reserved[0])))
+        if options and glued is None and len({HOROVODRUN_OPTIONS[option] for option in options}) == 1:
+            index += HOROVODRUN_OPTIONS[options[0]]
+        elif not options and index < len(words) and not words[index].startswith("-"):
+            index += 1  # an option of another Horovod version: what follows may be its value
     return out
 
 

@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -101,6 +102,10 @@ def test_the_assert_task_passes_every_input_the_rules_read():
         {"example_args": ["--epochs", "5"]},
         {"env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": 4, "X_1": True}},
         {"extra_args": ["--timeline-filename", "/data1/share/t.json", "--fusion-threshold-mb=32"]},
+        {"extra_args": ["--fusion-t", "32", "--mpi-a=-x A", "--tcp", "--log-level", "INFO", "-cb", "--no-stall"]},
+        {"extra_args": ["--autotune", "--autotune-log-file", "/data1/share/at.csv", "--cycle-time-ms", "-1"]},
+        # an option of another Horovod version, with its value
+        {"extra_args": ["--no-such-option", "3"]},
         {"network_interfaces": ["eth0", "ib0", "eth0.100", "eth0:1", "veth@if3"]},
         {"min_shm_size": "512M"},
         {"min_shm_size": "1.5 GB"},
@@ -217,6 +222,34 @@ BAD = [
     ({"elastic_cooldown": 10}, "elastic_cooldown", "10 is not [lowest, highest]"),
     ({"extra_args": ["--min-np", "1"]}, "extra_args", "use horovod_launch_min_np instead"),
     ({"extra_args": ["--host-discovery-script=/x"]}, "extra_args", "use horovod_launch_elastic instead"),
+    # argparse's unique prefixes of long options, glued values, --opt=value, run-together letters
+    ({"extra_args": ["--ssh-p", "22"]}, "extra_args", "'--ssh-p' (horovodrun's argparse takes a prefix of an option"),
+    ({"extra_args": ["--ssh-p", "22"]}, "extra_args", "this is --ssh-port) is an option the role sets itself"),
+    ({"extra_args": ["--ssh-p=22"]}, "extra_args", "this is --ssh-port) is an option the role sets itself"),
+    ({"extra_args": ["--ssh-i=/x"]}, "extra_args", "use horovod_launch_ssh_identity_file instead"),
+    ({"extra_args": ["--num-p", "9"]}, "extra_args", "this is --num-proc"),
+    ({"extra_args": ["--slots", "2"]}, "extra_args", "this is --slots-per-host"),
+    ({"extra_args": ["--out=/x"]}, "extra_args", "use horovod_launch_runs_dir and horovod_launch_run_name"),
+    ({"extra_args": ["--verb"]}, "extra_args", "use horovod_launch_verbose instead"),
+    ({"extra_args": ["--ssh", "22"]}, "extra_args", "use horovod_launch_ssh_port instead"),  # ambiguous: refused
+    ({"extra_args": ["-n", "9"]}, "extra_args", "'-n' (horovodrun's argparse takes a prefix of an option"),
+    ({"extra_args": ["-p22"]}, "extra_args", "'-p22' (horovodrun reads it as -p with its value glued on) is an"),
+    ({"extra_args": ["-i/root/.ssh/other"]}, "extra_args", "use horovod_launch_ssh_identity_file instead"),
+    ({"extra_args": ["-Hnode-x:8"]}, "extra_args", "-H with its value glued on) is an option the role sets"),
+    ({"extra_args": ["-p=22"]}, "extra_args", "'-p=22' is an option the role sets itself"),
+    ({"extra_args": ["-vp22"]}, "extra_args", "one-letter options run together: this holds -p"),
+    ({"extra_args": ["-hostfile", "/x"]}, "extra_args", "use horovod_launch_hosts instead"),
+    # --config-file can set every option, the reserved ones included
+    ({"extra_args": ["--config-file", "/x.yml"]}, "extra_args", "'--config-file' names a file that can set every"),
+    ({"extra_args": ["--config-file=/x.yml"]}, "extra_args", "the ssh port and identity file the role sets included"),
+    ({"extra_args": ["--con", "/x.yml"]}, "extra_args", "this is --config-file) names a file"),
+    ({"extra_args": ["--config=/x.yml"]}, "extra_args", "this is --config-file"),
+    # a word that is no option's value starts horovodrun's command
+    ({"extra_args": ["/data1/share/evil.py"]}, "extra_args", "'/data1/share/evil.py' is not a horovodrun option"),
+    ({"extra_args": ["--tcp", "x.py"]}, "extra_args", "so horovodrun would run it and everything after it as the"),
+    ({"extra_args": ["--timeline-filename", "/t.json", "python"]}, "extra_args", "'python' is not a horovodrun option"),
+    ({"extra_args": ["--", "--ssh-port", "22"]}, "extra_args", "'--' is not a horovodrun option"),
+    ({"extra_args": [""]}, "extra_args", "'' is not a horovodrun option"),
 ]
 
 
@@ -226,6 +259,84 @@ def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
     assert [v for v, _ in found] == [f"horovod_launch_{variable}"], found
     assert fragment in found[0][1], found
     assert not found[0][1].startswith("horovod_launch_"), "the caller prefixes the variable"
+
+
+# One option of each alias group of horovodrun 0.28.1's parser: argparse treats them as one option.
+HOROVODRUN_ALIASES = [
+    ("-h", "--help"),
+    ("-v", "--version"),
+    ("-np", "--num-proc"),
+    ("-cb", "--check-build"),
+    ("-p", "--ssh-port"),
+    ("-i", "--ssh-identity-file"),
+    ("--min-np", "--min-num-proc"),
+    ("--max-np", "--max-num-proc"),
+    ("-prefix-timestamp", "--prefix-output-with-timestamp"),
+    ("-H", "--hosts"),
+    ("-hostfile", "--hostfile"),
+]
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(message)
+
+
+def horovodrun_parser() -> argparse.ArgumentParser:
+    """A parser with horovodrun's options as the rules know them, parsed by this Python's argparse."""
+    parser = _Parser(add_help=False)
+    grouped = {name for group in HOROVODRUN_ALIASES for name in group}
+    groups = [*HOROVODRUN_ALIASES, *((name,) for name in rules.HOROVODRUN_OPTIONS if name not in grouped)]
+    for names in groups:
+        nargs = rules.HOROVODRUN_OPTIONS[names[0]]
+        dest = names[-1].lstrip("-").replace("-", "_")
+        if nargs == 0:
+            parser.add_argument(*names, dest=dest, action="store_true")
+        else:
+            parser.add_argument(*names, dest=dest, nargs=None if nargs == 1 else nargs)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _spellings() -> list[str]:
+    """Every prefix of every option, with a glued value and with =value, and letters run together."""
+    out = []
+    for option in rules.HOROVODRUN_OPTIONS:
+        start = 2 if option.startswith("--") else 1
+        for end in range(start + 1, len(option) + 1):
+            out += [option[:end], f"{option[:end]}=7"]
+        if len(option) == 2:
+            out += [f"{option}7", f"-v{option[1]}7", f"-h{option[1]}"]
+    return out
+
+
+@pytest.mark.parametrize("arg", _spellings())
+def test_every_spelling_argparse_reads_as_a_reserved_option_is_refused(arg):
+    """Cross-checked with argparse itself: whatever it reads as a reserved option (or as --config-file)
+    is refused, and what is refused as one is that option for argparse, or an error there."""
+    parser = horovodrun_parser()
+    reserved = {
+        action.dest
+        for action in parser._actions
+        if set(action.option_strings) & {*rules.RESERVED_ARGS, rules.CONFIG_FILE}
+    }
+    try:
+        given = {key for key, value in vars(parser.parse_args([arg, "7", "7"])).items() if value not in (None, False)}
+    except _ParseError:
+        given = None
+    refused = [message for _, message in problems(extra_args=[arg, "7", "7"]) if not message.startswith("'7'")]
+    if given is None:
+        return  # horovodrun stops: anything goes
+    assert bool(given & reserved) == bool(refused), (arg, given, refused)
+
+
+def test_the_reserved_options_are_options_of_horovodrun():
+    assert set(rules.RESERVED_ARGS) <= set(rules.HOROVODRUN_OPTIONS)
+    assert rules.CONFIG_FILE in rules.HOROVODRUN_OPTIONS
 
 
 def test_an_environment_value_is_never_quoted():
