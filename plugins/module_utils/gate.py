@@ -714,6 +714,12 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
 
 # The roles' switches that let a weaker setting through, and what each one then allows.
 OPT_INS = {
+    "horovod_launch_allow_share_code": (
+        "what every rank executes may come from horovod_share_dir (the command's program or script, the working "
+        "directory, the runs, example and code directories, PYTHONPATH, LD_LIBRARY_PATH, LD_PRELOAD or PATH of "
+        "horovod_launch_env), so root on any worker can run code as root in the master's container, and from "
+        "there in every container"
+    ),
     "container_sshd_allow_any_source": (
         "container_sshd_allow_from may admit every address, so root may log in to the containers (the master's "
         "holds the cluster's key) from anywhere that reaches horovod_ssh_port"
@@ -832,6 +838,8 @@ def _role_problems(
         # convert: a string stays a string), so the gate hands them the same.
         problems.extend(rules(inputs))
     for variable, message in problems:
-        who = _blame(variable, message, settings) if variable in mapped else variable
+        # A role variable the inventory sets and the site honours is the user's own, not a setting's.
+        honoured = variable in HONOURED and variable in host
+        who = _blame(variable, message, settings) if variable in mapped and not honoured else variable
         lines.append(f"{who}: {message}")
     return lines

@@ -12,6 +12,7 @@ host list, status and stop, pass none); the host list, when given, must not be e
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -137,6 +138,13 @@ RESERVED_ARGS = {
     "--blacklist-cooldown-range": f"{P}elastic_cooldown",
     "--slots-per-host": f"{P}hosts",
 }
+# Root on any worker may change the share (no_root_squash), so what every rank executes must not come
+# from it (docs/architecture.md, "What every node executes, only the master writes"): the master's
+# root runs it in the container that holds the cluster's key. Programs that run the script named by
+# their first word that is not an option:
+INTERPRETER_RE = re.compile(r"(python|pypy)[0-9.]*|(ba|da|z)?sh")
+# Variables of horovod_launch_env whose components name code every rank loads.
+CODE_PATH_VARS = ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH")
 # Horovod's bounds of --blacklist-cooldown-range (horovod/runner/elastic/discovery.py).
 COOLDOWN_MIN, COOLDOWN_MAX = 1, 3600
 
@@ -294,16 +302,17 @@ def _artifact_dir(inputs: Mapping[str, Any], share: Any, share_problem: str | No
 
 
 def _placement(name: str, value: str, share: str, artifacts: str) -> str | None:
-    """Why a directory every rank uses is not where every host has it (below the share or the artifact
-    directory, and not that directory itself for the checkout), or None."""
+    """Why a directory every rank uses is not where every host has it (below the artifact directory or
+    the share, and not that directory itself for the checkout), or None."""
     for root, what in ((artifacts, "the artifact directory"), (share, "the share")):
         if root and is_inside(value, root):
             if name == f"{P}code_dest" and value == root:
                 return f"{value!r} is {what} itself; check the code out into a directory below it, e.g. {root}/code"
             return None
-    where = f"below {share} or the artifact directory {artifacts}" if artifacts else f"below {share}"
+    where = f"the artifact directory {artifacts}" if artifacts else f"the artifact directory ({P}artifact_dir)"
     return (
-        f"{value!r} is not on the share {share!r}; every rank uses it at the same path on every host, so put it {where}"
+        f"{value!r} is not on the share {share!r} or the artifact directory; every rank uses it at the same path "
+        f"on every host, so put it below {where}"
     )
 
 
@@ -339,6 +348,97 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
             )
         )
     return out
+
+
+def _script(command: list[str]) -> str | None:
+    """The file a command runs: its program, or the script that an interpreter's first word that is not
+    an option names (also through ``env``); None when it runs none (``python3 -c CODE``, ``-m MODULE``)."""
+    words = list(command)
+    while words and words[0].rsplit("/", 1)[-1] == "env":
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    match = INTERPRETER_RE.fullmatch(words[0].rsplit("/", 1)[-1]) if words else None
+    if not match:
+        return words[0] if words else None
+    python = bool(match.group(1))
+    no_script, valued = ("cm", "WX") if python else ("c", "oO")
+    rest = iter(words[1:])
+    for arg in rest:
+        if arg == "--":
+            return next(rest, None)
+        if arg == "-" or not arg.startswith(("-", "+")) or (python and arg.startswith("+")):
+            return arg
+        if arg.startswith("--"):
+            continue
+        # Letters run together (python3 -uc CODE, bash -eo pipefail); a value may be glued on (-Wignore).
+        for position, letter in enumerate(arg[1:], start=1):
+            if letter in no_script:
+                return None
+            if letter in valued:
+                if position == len(arg) - 1:
+                    next(rest, None)
+                break
+    return None
+
+
+def _share_code(inputs: Mapping[str, Any]) -> Problems:
+    """What every rank executes that comes from the share (root on any worker may change it), refused
+    unless horovod_launch_allow_share_code. Data arguments on the share stay allowed."""
+    allow = _flag(inputs.get(f"{P}allow_share_code", False))
+    if not isinstance(allow, bool):
+        return [(f"{P}allow_share_code", f"{shown(allow)} is not true or false")]
+    share = inputs.get(f"{P}share_dir", _ABSENT)
+    if allow or not isinstance(share, str) or path_problem(share):
+        return []
+    artifacts = _artifact_dir(inputs, share, None)[1]
+    where = (
+        f"below the artifact directory {artifacts} (only the master writes it)"
+        if artifacts
+        else (
+            f"below an artifact directory only the master writes ({P}artifact_dir, empty now; site.yml: "
+            "horovod_artifact_dir)"
+        )
+    )
+    why = (
+        "root on any worker may change the share, and the master's root would run it in the container that "
+        "holds the cluster's key"
+    )
+    opt_in = (
+        f"or set {P}allow_share_code: true, which lets root on any worker run code as root in the master's "
+        "container and from there in every container"
+    )
+    fix = f"{why}; put it {where} or check the code out with {P}code_repo, {opt_in}"
+    out: Problems = []
+    for name in (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir"):
+        value = inputs.get(name)
+        # A malformed path, or the checkout on the share itself, is _directories' problem alone.
+        if _is_on(value, share) and not path_problem(value) and not (name == f"{P}code_dest" and value == share):
+            placed = f"{why}; put it {where}, {opt_in}" if name in (f"{P}runs_dir", f"{P}example_dir") else fix
+            out.append((name, f"{value!r} is on the share {share!r}; {placed}"))
+    if inputs.get(f"{P}workdir") == "" and not inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
+        out.append((f"{P}workdir", f"'' is the share {share!r} here (no {P}artifact_dir, no code repository); {fix}"))
+    command = inputs.get(f"{P}command")
+    if isinstance(command, list | tuple) and all(isinstance(word, str | int | float) for word in command):
+        script = _script([str(word) for word in command])
+        if _is_on(script, share):
+            out.append((f"{P}command", f"runs {script!r}, which is on the share {share!r}; {fix}"))
+    env = inputs.get(f"{P}env")
+    for name in CODE_PATH_VARS if isinstance(env, Mapping) else ():
+        parts = re.split(r"[:\s]+", str(env.get(name, "")))
+        if any(_is_on(part, share) for part in parts):
+            # The value itself is not quoted (see _env).
+            out.append((f"{P}env", f"{name} names a directory or file on the share {share!r}; {fix}"))
+    return out
+
+
+def _is_on(value: object, share: str) -> bool:
+    """Whether `value` is an absolute path on the share, however it is written (a/../share/x)."""
+    return (
+        isinstance(value, str)
+        and value.startswith("/")
+        and is_inside(posixpath.normpath("/" + value.lstrip("/")), share)
+    )
 
 
 def _names(inputs: Mapping[str, Any]) -> Problems:
@@ -562,6 +662,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out += _command(inputs)
     out += _env(inputs)
     out += _extra_args(inputs)
+    out += _share_code(inputs)
     out += _interfaces(inputs)
     out += _idle(inputs)
     out += _shm(inputs)

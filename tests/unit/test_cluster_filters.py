@@ -376,15 +376,52 @@ def test_what_nodes_execute_outside_the_artifact_directory_is_a_warning():
 
 
 def test_the_inventory_may_place_the_launch_directories_itself():
-    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/share/code"})
+    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/artifacts/code/train"})
     mapped = inputs("node-a", hostvars)["horovod_launch"]
-    assert mapped["horovod_launch_code_dest"] == "/data1/share/code"
+    assert mapped["horovod_launch_code_dest"] == "/data1/artifacts/code/train"
     assert mapped["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
     report = cluster.cluster_report(GOOD_GROUPS, hostvars)
     assert not report["errors"] and not any("horovod_launch_code_dest" in w for w in report["warnings"]), report
-    # Still checked by the role's rules: on the share or in the artifact directory.
+    # Still checked by the role's rules: in the artifact directory (the share only when asked for).
     outside = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
     assert any("horovod_launch_code_dest" in e and "is not on the share" in e for e in outside["errors"]), outside
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        (everywhere(horovod_train_command=["python", "/data1/share/code/train.py"]), "horovod_train_command (as "),
+        (
+            everywhere(horovod_train_command=["/data1/share/run.sh"]),
+            "horovod_train_command (as horovod_launch_command)",
+        ),
+        (
+            {"node_a": {"horovod_launch_code_dest": "/data1/share/code"}},
+            "horovod_launch_code_dest: '/data1/share/code'",
+        ),
+        ({"node_a": {"horovod_launch_runs_dir": "/data1/share/runs"}}, "horovod_launch_runs_dir: '/data1/share/runs'"),
+        ({"node_a": {"horovod_launch_workdir": "/data1/share/w"}}, "horovod_launch_workdir: '/data1/share/w' is on"),
+        ({"node_a": {"horovod_launch_env": {"PYTHONPATH": "/data1/share/lib"}}}, "horovod_launch_env: PYTHONPATH"),
+    ],
+)
+def test_what_the_ranks_execute_on_the_share_stops_in_the_gate_unless_allowed_with_a_warning(values, named):
+    hostvars = good_hostvars(**values)
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    refused = [e for e in report["errors"] if "on the share '/data1/share'" in e]
+    assert len(refused) == 1 and refused[0].startswith(named), report
+    assert "horovod_launch_allow_share_code: true, which lets root on any worker run code as root" in refused[0]
+    assert not any("horovod_launch_allow_share_code" in w for w in report["warnings"])
+    hostvars["node-a"]["horovod_launch_allow_share_code"] = True
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert report["errors"] == []
+    warned = [w for w in report["warnings"] if w.startswith("horovod_launch_allow_share_code (on node-a) is true")]
+    assert warned and "root on any worker can run code as root in the master's container" in warned[0], report
+
+
+def test_data_on_the_share_is_no_code():
+    command = ["python3", "/data1/artifacts/train.py", "--train-dir", "/data1/share/imagenet"]
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(horovod_train_command=command)))
+    assert report == {"errors": [], "warnings": []}
 
 
 def test_probe_sections_split_one_command_into_its_programs():
