@@ -113,6 +113,7 @@ PLAN_KEYS = (
     "code_repo",
     "code_dest",
     "share_dir",
+    "artifact_dir",
     "command",
     "example_args",
     "env",
@@ -128,7 +129,8 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     the ``horovod_launch_`` prefix, and ``master``, the master's inventory name).
 
     ``{total_slots, np, min_np, max_np}`` (counts), the host of each rank (``rank_hosts``) and ``-H``
-    (``h``), the working directory (the given one, else the code checkout, else the share), the image IDs
+    (``h``), the working directory (the given one, else the code checkout, else the artifact directory,
+    which only the master writes, else the share), the image IDs
     the preflight compares with the master's (``other_image_ids``: every one but the master's own), and
     what defines the run (``definition``) but for what only the hosts tell (its ``code`` and ``image``,
     added when the run is named): the command (the bundled example as ``(bundled example)`` and its
@@ -146,7 +148,7 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if inputs["workdir"]:
         workdir = str(inputs["workdir"])
     else:
-        workdir = str(inputs["code_dest"] if inputs["code_repo"] else inputs["share_dir"])
+        workdir = str(inputs["code_dest"] if inputs["code_repo"] else inputs["artifact_dir"] or inputs["share_dir"])
     command = list(inputs["command"] or []) or ["(bundled example)", *(inputs["example_args"] or [])]
     h = hosts_arg(hosts, np=np)
     definition: dict[str, Any] = {

@@ -14,6 +14,7 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     container_name_problem,
@@ -30,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "container_sshd_port": defaults.SSH_PORT,
     "container_sshd_listen_addresses": [],
     "container_sshd_allow_from": [],
+    "container_sshd_allow_any_source": False,
     "container_sshd_host_key_types": ["ed25519", "rsa"],
     "container_sshd_wait_timeout": 30,
 }
@@ -114,8 +116,50 @@ def source_problem(value: object) -> str | None:
     return None
 
 
+def admits_any(value: object) -> bool:
+    """Whether a source admits every address: ``*``, a network of prefix length 0 (``0.0.0.0/0``,
+    ``::/0``) or the unspecified address (``0.0.0.0``, ``::``), which is written to mean any."""
+    if value == "*":
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        network = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return False
+    return network.prefixlen == 0 or (network.num_addresses == 1 and network.network_address.is_unspecified)
+
+
+def _switch(values: Values, variable: str) -> bool | None:
+    """A boolean switch as Ansible reads one (true, yes, 1...), or None when it is not one."""
+    try:
+        return boolean(values[variable], strict=True)
+    except TypeError:
+        return None
+
+
 def check_allow_from(values: Values) -> Problems:
-    return _check_list(values, "container_sshd_allow_from", source_problem, "192.0.2.0/24")
+    allow_any = _switch(values, "container_sshd_allow_any_source") is True
+
+    def problem_of(source: object) -> str | None:
+        if not admits_any(source):
+            return source_problem(source)
+        if allow_any:
+            return None
+        return (
+            f"{source!r} admits every address, so root may log in from anywhere that reaches the port; list the "
+            "cluster's addresses or networks (such as 192.0.2.0/24), or set container_sshd_allow_any_source: true "
+            "if that is really meant"
+        )
+
+    return _check_list(values, "container_sshd_allow_from", problem_of, "192.0.2.0/24")
+
+
+def check_allow_any_source(values: Values) -> Problems:
+    variable = "container_sshd_allow_any_source"
+    if _switch(values, variable) is None:
+        return [(variable, f"{plain(values[variable])!r} is not a boolean; use true or false")]
+    return []
 
 
 def check_container_name(values: Values) -> Problems:
@@ -141,6 +185,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_port,
     check_listen_addresses,
     check_allow_from,
+    check_allow_any_source,
     check_host_key_types,
     check_wait_timeout,
 )

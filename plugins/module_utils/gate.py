@@ -38,6 +38,7 @@ import jinja2.meta
 import jinja2.sandbox
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem, strip_slash
@@ -109,7 +110,14 @@ SETTINGS: tuple[Setting, ...] = (
         ["rw", "sync", "no_subtree_check", "no_root_squash"],
         ("nfs_server_exports",),
     ),
-    Setting("horovod_nfs_mount_options", "list", ["nfsvers=4.2", "hard", "_netdev", "noatime"], ("nfs_client_mounts",)),
+    # nosuid, nodev: a setuid program or a device node that root on one worker puts on the share (or the
+    # master on the artifact directory) is no way to root on the other nodes.
+    Setting(
+        "horovod_nfs_mount_options",
+        "list",
+        ["nfsvers=4.2", "hard", "_netdev", "noatime", "nosuid", "nodev"],
+        ("nfs_client_mounts",),
+    ),
     Setting("horovod_image", "str", "horovod/horovod:0.28.1", ("docker_horovod_image",)),
     Setting("horovod_image_archive", "str", "", ("docker_horovod_image_archive",)),
     Setting("horovod_image_archive_checksum", "str", "", ("docker_horovod_image_archive_checksum",)),
@@ -764,7 +772,47 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
         report.errors.append(f"{line} (on {_hosts_phrase(hosts, len(nodes))})")
     _overridden(nodes, master, hostvars, per_host, report)
     report.warnings.extend(_writable_artifacts(nodes, hostvars, per_host))
+    report.warnings.extend(_opt_ins(nodes, hostvars))
     return report
+
+
+# The roles' switches that let a weaker setting through, and what each one then allows.
+OPT_INS = {
+    "horovod_launch_allow_share_code": (
+        "what every rank executes may come from horovod_share_dir (the command's program or script, the working "
+        "directory, the runs, example and code directories, PYTHONPATH, LD_LIBRARY_PATH, LD_PRELOAD or PATH of "
+        "horovod_launch_env), so root on any worker can run code as root in the master's container, and from "
+        "there in every container"
+    ),
+    "container_sshd_allow_any_source": (
+        "container_sshd_allow_from may admit every address, so root may log in to the containers (the master's "
+        "holds the cluster's key) from anywhere that reaches horovod_ssh_port"
+    ),
+    "nfs_server_allow_weak_options": (
+        "the exports may use insecure (any user on a worker, not only root, can then talk NFS to the master in "
+        "any user's name), anonuid=0 or anongid=0 (the squashed users become root)"
+    ),
+}
+
+
+def _opt_ins(nodes: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A warning for each switch of OPT_INS the inventory turns on: it weakens what the site guarantees."""
+    out = []
+    for variable, allows in OPT_INS.items():
+        hosts = [name for name in nodes if _switched_on(hostvars[name].get(variable))]
+        if hosts:
+            out.append(
+                f"{variable} (on {_hosts_phrase(hosts, len(nodes))}) is true: {allows}. Remove it unless that is "
+                "really meant (SECURITY.md)."
+            )
+    return out
+
+
+def _switched_on(value: Any) -> bool:
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        return False  # not a boolean: the role's argument spec refuses it
 
 
 def _writable_artifacts(

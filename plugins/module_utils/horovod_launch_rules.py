@@ -12,6 +12,7 @@ host list, status and stop, pass none); the host list, when given, must not be e
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -52,12 +53,73 @@ POSITIVE = {
 # (a checkout would take it over).
 ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir")
 
+# horovodrun's options and how many values each takes: Horovod 0.28.1's parser (horovod/runner/launch.py,
+# parse_args) and argparse's own -h/--help. argparse also takes a unique prefix of a long option
+# (--ssh-p for --ssh-port) and a one-letter option's value glued on (-p22), so the reserved options
+# below are found through this list, not by their names alone.
+HOROVODRUN_OPTIONS: dict[str, int] = {
+    **dict.fromkeys(("-h", "--help", "-v", "--version", "-cb", "--check-build", "--disable-cache"), 0),
+    **dict.fromkeys(("-np", "--num-proc", "--start-timeout", "--output-filename", "--config-file"), 1),
+    "--network-interfaces": 1,
+    "--network-interface": 1,
+    "--verbose": 0,
+    **dict.fromkeys(("-p", "--ssh-port", "-i", "--ssh-identity-file"), 1),
+    **dict.fromkeys(("--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity"), 1),
+    **dict.fromkeys(
+        (
+            "--hierarchical-allreduce",
+            "--no-hierarchical-allreduce",
+            "--hierarchical-allgather",
+            "--no-hierarchical-allgather",
+            "--torus-allreduce",
+            "--no-torus-allreduce",
+            "--autotune",
+            "--no-autotune",
+        ),
+        0,
+    ),
+    **dict.fromkeys(
+        (
+            "--autotune-log-file",
+            "--autotune-warmup-samples",
+            "--autotune-steps-per-sample",
+            "--autotune-bayes-opt-max-samples",
+            "--autotune-gaussian-process-noise",
+        ),
+        1,
+    ),
+    **dict.fromkeys(("--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--slots-per-host"), 1),
+    **dict.fromkeys(("--elastic-timeout", "--reset-limit"), 1),
+    "--blacklist-cooldown-range": 2,
+    "--timeline-filename": 1,
+    **dict.fromkeys(("--timeline-mark-cycles", "--no-timeline-mark-cycles", "--no-stall-check", "--stall-check"), 0),
+    **dict.fromkeys(("--stall-check-warning-time-seconds", "--stall-check-shutdown-time-seconds"), 1),
+    **dict.fromkeys(("--mpi-threads-disable", "--no-mpi-threads-disable", "--tcp"), 0),
+    **dict.fromkeys(("--mpi-args", "--binding-args", "--num-nccl-streams", "--thread-affinity"), 1),
+    **dict.fromkeys(("--gloo-timeout-seconds", "--log-level"), 1),
+    **dict.fromkeys(
+        (
+            "--log-with-timestamp",
+            "--log-without-timestamp",
+            "-prefix-timestamp",
+            "--prefix-output-with-timestamp",
+            "--log-hide-timestamp",
+            "--no-log-hide-timestamp",
+        ),
+        0,
+    ),
+    **dict.fromkeys(("-H", "--hosts", "-hostfile", "--hostfile", "--host-discovery-script"), 1),
+    **dict.fromkeys(("--gloo", "--mpi", "--jsrun"), 0),
+}
+# A YAML file that can set every option, the reserved ones included.
+CONFIG_FILE = "--config-file"
 # horovodrun options this role sets from its own variables.
 RESERVED_ARGS = {
     "-np": f"{P}np",
     "--num-proc": f"{P}np",
     "-H": f"{P}hosts",
     "--hosts": f"{P}hosts",
+    "-hostfile": f"{P}hosts",
     "--hostfile": f"{P}hosts",
     "-p": f"{P}ssh_port",
     "--ssh-port": f"{P}ssh_port",
@@ -77,8 +139,15 @@ RESERVED_ARGS = {
     "--host-discovery-script": f"{P}elastic",
     "--blacklist-cooldown-range": f"{P}elastic_cooldown",
     "--slots-per-host": f"{P}hosts",
-    "--slots": f"{P}hosts",
 }
+# Root on any worker may change the share (no_root_squash), so what every rank executes must not come
+# from it (docs/architecture.md, "What every node executes, only the master writes"): the master's
+# root runs it in the container that holds the cluster's key. Programs that run the script named by
+# their first word that is not an option:
+INTERPRETER_RE = re.compile(r"(python|pypy)[0-9.]*|(ba|da|z)?sh")
+# Variables of horovod_launch_env whose components name code every rank loads.
+CODE_PATH_VARS = ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH")
+
 # Names horovod_launch_env may not set, by group, with why and the fix: each rank loads the environment
 # after horovodrun set its own, so these would change how ranks are reached, loaded or told apart. A
 # name ending in "*" stands for every name it begins. (Horovod 0.28.1: horovod/runner/gloo_run.py
@@ -288,16 +357,17 @@ def _artifact_dir(inputs: Mapping[str, Any], share: Any, share_problem: str | No
 
 
 def _placement(name: str, value: str, share: str, artifacts: str) -> str | None:
-    """Why a directory every rank uses is not where every host has it (below the share or the artifact
-    directory, and not that directory itself for the checkout), or None."""
+    """Why a directory every rank uses is not where every host has it (below the artifact directory or
+    the share, and not that directory itself for the checkout), or None."""
     for root, what in ((artifacts, "the artifact directory"), (share, "the share")):
         if root and is_inside(value, root):
             if name == f"{P}code_dest" and value == root:
                 return f"{value!r} is {what} itself; check the code out into a directory below it, e.g. {root}/code"
             return None
-    where = f"below {share} or the artifact directory {artifacts}" if artifacts else f"below {share}"
+    where = f"the artifact directory {artifacts}" if artifacts else f"the artifact directory ({P}artifact_dir)"
     return (
-        f"{value!r} is not on the share {share!r}; every rank uses it at the same path on every host, so put it {where}"
+        f"{value!r} is not on the share {share!r} or the artifact directory; every rank uses it at the same path "
+        f"on every host, so put it below {where}"
     )
 
 
@@ -333,6 +403,97 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
             )
         )
     return out
+
+
+def _script(command: list[str]) -> str | None:
+    """The file a command runs: its program, or the script that an interpreter's first word that is not
+    an option names (also through ``env``); None when it runs none (``python3 -c CODE``, ``-m MODULE``)."""
+    words = list(command)
+    while words and words[0].rsplit("/", 1)[-1] == "env":
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    match = INTERPRETER_RE.fullmatch(words[0].rsplit("/", 1)[-1]) if words else None
+    if not match:
+        return words[0] if words else None
+    python = bool(match.group(1))
+    no_script, valued = ("cm", "WX") if python else ("c", "oO")
+    rest = iter(words[1:])
+    for arg in rest:
+        if arg == "--":
+            return next(rest, None)
+        if arg == "-" or not arg.startswith(("-", "+")) or (python and arg.startswith("+")):
+            return arg
+        if arg.startswith("--"):
+            continue
+        # Letters run together (python3 -uc CODE, bash -eo pipefail); a value may be glued on (-Wignore).
+        for position, letter in enumerate(arg[1:], start=1):
+            if letter in no_script:
+                return None
+            if letter in valued:
+                if position == len(arg) - 1:
+                    next(rest, None)
+                break
+    return None
+
+
+def _share_code(inputs: Mapping[str, Any]) -> Problems:
+    """What every rank executes that comes from the share (root on any worker may change it), refused
+    unless horovod_launch_allow_share_code. Data arguments on the share stay allowed."""
+    allow = _flag(inputs.get(f"{P}allow_share_code", False))
+    if not isinstance(allow, bool):
+        return [(f"{P}allow_share_code", f"{shown(allow)} is not true or false")]
+    share = inputs.get(f"{P}share_dir", _ABSENT)
+    if allow or not isinstance(share, str) or path_problem(share):
+        return []
+    artifacts = _artifact_dir(inputs, share, None)[1]
+    where = (
+        f"below the artifact directory {artifacts} (only the master writes it)"
+        if artifacts
+        else (
+            f"below an artifact directory only the master writes ({P}artifact_dir, empty now; site.yml: "
+            "horovod_artifact_dir)"
+        )
+    )
+    why = (
+        "root on any worker may change the share, and the master's root would run it in the container that "
+        "holds the cluster's key"
+    )
+    opt_in = (
+        f"or set {P}allow_share_code: true, which lets root on any worker run code as root in the master's "
+        "container and from there in every container"
+    )
+    fix = f"{why}; put it {where} or check the code out with {P}code_repo, {opt_in}"
+    out: Problems = []
+    for name in (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir"):
+        value = inputs.get(name)
+        # A malformed path, or the checkout on the share itself, is _directories' problem alone.
+        if _is_on(value, share) and not path_problem(value) and not (name == f"{P}code_dest" and value == share):
+            placed = f"{why}; put it {where}, {opt_in}" if name in (f"{P}runs_dir", f"{P}example_dir") else fix
+            out.append((name, f"{value!r} is on the share {share!r}; {placed}"))
+    if inputs.get(f"{P}workdir") == "" and not inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
+        out.append((f"{P}workdir", f"'' is the share {share!r} here (no {P}artifact_dir, no code repository); {fix}"))
+    command = inputs.get(f"{P}command")
+    if isinstance(command, list | tuple) and all(isinstance(word, str | int | float) for word in command):
+        script = _script([str(word) for word in command])
+        if _is_on(script, share):
+            out.append((f"{P}command", f"runs {script!r}, which is on the share {share!r}; {fix}"))
+    env = inputs.get(f"{P}env")
+    for name in CODE_PATH_VARS if isinstance(env, Mapping) else ():
+        parts = re.split(r"[:\s]+", str(env.get(name, "")))
+        if any(_is_on(part, share) for part in parts):
+            # The value itself is not quoted (see _env).
+            out.append((f"{P}env", f"{name} names a directory or file on the share {share!r}; {fix}"))
+    return out
+
+
+def _is_on(value: object, share: str) -> bool:
+    """Whether `value` is an absolute path on the share, however it is written (a/../share/x)."""
+    return (
+        isinstance(value, str)
+        and value.startswith("/")
+        and is_inside(posixpath.normpath("/" + value.lstrip("/")), share)
+    )
 
 
 def _names(inputs: Mapping[str, Any]) -> Problems:
@@ -449,14 +610,72 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
     return out
 
 
+def horovodrun_options(arg: str) -> tuple[list[str], str | None]:
+    """The options of HOROVODRUN_OPTIONS that horovodrun's argparse may read `arg` as (more than one: it
+    stops, the option being ambiguous), and the value given within `arg` (None: its values follow)."""
+    name, equals, value = arg.partition("=")
+    glued = value if equals else None
+    if arg in HOROVODRUN_OPTIONS or (equals and name in HOROVODRUN_OPTIONS):
+        return [arg if arg in HOROVODRUN_OPTIONS else name], None if arg in HOROVODRUN_OPTIONS else glued
+    if arg.startswith("--"):
+        return [option for option in HOROVODRUN_OPTIONS if option.startswith(name)], glued
+    # One dash: a one-letter option with its value glued on (-p22), which after a flag may be the next
+    # one-letter option (-vp22), or a prefix of a one-dash option (-hostf for -hostfile).
+    found = [option for option in HOROVODRUN_OPTIONS if option.startswith(name) and option[1] != "-"]
+    short = arg[:2]
+    if short in HOROVODRUN_OPTIONS and len(arg) > 2:
+        found.insert(0, short)
+        glued = arg[2:]
+        if HOROVODRUN_OPTIONS[short] == 0:
+            found += horovodrun_options("-" + glued)[0]
+    return list(dict.fromkeys(found)), glued
+
+
+def _reserved(arg: str, option: str) -> str:
+    """The refusal of `arg`, which horovodrun reads as the reserved `option`."""
+    name = arg.partition("=")[0]
+    if name == option:
+        read_as = ""
+    elif option == arg[:2]:
+        read_as = f" (horovodrun reads it as {option} with its value glued on)"
+    elif option.startswith(name):
+        read_as = f" (horovodrun's argparse takes a prefix of an option for the option: this is {option})"
+    else:
+        read_as = f" (horovodrun reads one-letter options run together: this holds {option})"
+    if option == CONFIG_FILE:
+        return (
+            f"{arg!r}{read_as} names a file that can set every horovodrun option, the ssh port and identity file "
+            f"the role sets included; give the options you need one by one in {P}extra_args"
+        )
+    return f"{arg!r}{read_as} is an option the role sets itself; use {RESERVED_ARGS[option]} instead"
+
+
 def _extra_args(inputs: Mapping[str, Any]) -> Problems:
     out, args = _list(inputs, f"{P}extra_args", f"[--timeline-filename, {defaults.SHARE_DIR}/timeline.json]")
-    for arg in args or []:
-        option = str(arg).split("=", 1)[0]
-        if option in RESERVED_ARGS:
+    words = [str(arg) for arg in args or []]
+    index = 0
+    while index < len(words):
+        arg = words[index]
+        index += 1
+        if arg in ("", "-", "--") or not arg.startswith("-"):
+            # horovodrun's command starts at its first word that is neither an option nor an option's value.
             out.append(
-                (f"{P}extra_args", f"{arg!r} is an option the role sets itself; use {RESERVED_ARGS[option]} instead")
+                (
+                    f"{P}extra_args",
+                    f"{arg!r} is not a horovodrun option or the value of the option before it, so horovodrun would "
+                    f"run it and everything after it as the command; give options and their values only (the "
+                    f"command goes in {P}command)",
+                )
             )
+            break
+        options, glued = horovodrun_options(arg)
+        reserved = [option for option in options if option in RESERVED_ARGS or option == CONFIG_FILE]
+        if reserved:
+            out.append((f"{P}extra_args", _reserved(arg, reserved[0])))
+        if options and glued is None and len({HOROVODRUN_OPTIONS[option] for option in options}) == 1:
+            index += HOROVODRUN_OPTIONS[options[0]]
+        elif not options and index < len(words) and not words[index].startswith("-"):
+            index += 1  # an option of another Horovod version: what follows may be its value
     return out
 
 
@@ -516,6 +735,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out += _command(inputs)
     out += _env(inputs)
     out += _extra_args(inputs)
+    out += _share_code(inputs)
     out += _interfaces(inputs)
     out += _idle(inputs)
     out += _shm(inputs)

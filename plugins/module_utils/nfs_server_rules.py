@@ -8,7 +8,8 @@ part is accepted only in a shape that cannot end the option list, add a client o
 - a client is one host name (RFC 1123), IPv4 or IPv6 address, or network in CIDR form; ``*``,
   ``0.0.0.0/0`` and ``::/0`` (any host) only with ``nfs_server_allow_any_client``;
 - an option is a known exports(5) option, a flag without value or a valued option whose value has
-  its option's shape, never repeated or contradicted by another one.
+  its option's shape, never repeated or contradicted by another one; ``insecure``, ``anonuid=0`` and
+  ``anongid=0`` (WEAK_OPTIONS) only with ``nfs_server_allow_weak_options``.
 
 The host-name, address and security-flavour rules are shared with nfs_client_rules.
 """
@@ -245,6 +246,16 @@ EXPORT_CONFLICTS: list[tuple[str, ...]] = [
     ("all_squash", "no_root_squash"),
 ]
 EXPORT_EXAMPLE = "[rw, sync, no_subtree_check]"
+# Options that open the share wider than the client list says, and what each one opens.
+WEAK_OPTIONS = {
+    "insecure": (
+        "accepts requests from any port of a client, so any user there (not only root, who alone may use "
+        "ports below 1024) can talk NFS to the server in any user's name"
+    ),
+    "anonuid=0": "maps the squashed users (with all_squash: every user of every client) to root",
+    "anongid=0": "maps the squashed users (with all_squash: every user of every client) to root's group",
+}
+WEAK_FIX = "remove it, or set nfs_server_allow_weak_options: true if that is really meant"
 
 
 def export_option_problems(options: object, field: str = "") -> list[str]:
@@ -261,6 +272,17 @@ def export_option_problems(options: object, field: str = "") -> list[str]:
         breaking=BREAKING_RE,
         example="fsid=0",
     )
+
+
+def weak_option_problems(options: object) -> list[str]:
+    """The refusal of each option of WEAK_OPTIONS in an option list (none when it is not a list)."""
+    if not isinstance(options, list):
+        return []
+    return [
+        f"option {option!r} {WEAK_OPTIONS[option]}; {WEAK_FIX}"
+        for option in options
+        if isinstance(option, str) and option in WEAK_OPTIONS
+    ]
 
 
 # Clients.
@@ -323,7 +345,7 @@ def mode_problem(value: object) -> str | None:
     return f"mode {value!r} is not an octal string of 3 or 4 digits; use one such as '0755' or '2775'"
 
 
-def export_problems(index: int, export: object, allow_any: bool) -> list[str]:
+def export_problems(index: int, export: object, allow_any: bool, allow_weak: bool = False) -> list[str]:
     """Every problem of one export, each message naming the export."""
     if not isinstance(export, Mapping):
         return [f"item {index} ({export!r}) is not a mapping; give {{path, clients, options, owner, group, mode}}"]
@@ -347,6 +369,7 @@ def export_problems(index: int, export: object, allow_any: bool) -> list[str]:
         found += [f"client {client!r} is listed twice; list it once" for client in repeated]
     if export.get("options") is not None:
         found += export_option_problems(export["options"], "options")
+        found += [] if allow_weak else weak_option_problems(export["options"])
     found += [problem for problem in (account_problem(key, export.get(key)) for key in ("owner", "group")) if problem]
     mode = mode_problem(export.get("mode"))
     if mode:
@@ -357,24 +380,26 @@ def export_problems(index: int, export: object, allow_any: bool) -> list[str]:
 def problems(inputs: Mapping[str, Any]) -> Problems:
     """Every problem of nfs_server's inputs as (variable, message); empty when they are sound."""
     found: Problems = []
-    allow_any = as_bool(inputs.get("nfs_server_allow_any_client", False))
-    if allow_any is None:
-        found.append(
-            (
-                "nfs_server_allow_any_client",
-                f"{inputs['nfs_server_allow_any_client']!r} is not a boolean; use true or false",
-            )
-        )
+    switches = {}
+    for switch in ("nfs_server_allow_any_client", "nfs_server_allow_weak_options"):
+        switches[switch] = as_bool(inputs.get(switch, False))
+        if switches[switch] is None:
+            found.append((switch, f"{inputs[switch]!r} is not a boolean; use true or false"))
+    allow_any, allow_weak = (bool(value) for value in switches.values())
     if "nfs_server_default_options" in inputs:
+        default_options = inputs["nfs_server_default_options"]
         found += [
             ("nfs_server_default_options", problem)
-            for problem in export_option_problems(inputs["nfs_server_default_options"])
+            for problem in [
+                *export_option_problems(default_options),
+                *([] if allow_weak else weak_option_problems(default_options)),
+            ]
         ]
     exports = inputs.get("nfs_server_exports", [])
     if isinstance(exports, str) or not isinstance(exports, list):
         return [*found, ("nfs_server_exports", f"{exports!r} is not a list; give a list of {{path, clients, options}}")]
     for index, export in enumerate(exports, start=1):
-        found += [("nfs_server_exports", problem) for problem in export_problems(index, export, bool(allow_any))]
+        found += [("nfs_server_exports", problem) for problem in export_problems(index, export, allow_any, allow_weak)]
     paths = [strip_slash(export.get("path")) for export in exports if isinstance(export, Mapping)]
     repeated = sorted({path for path in paths if isinstance(path, str) and paths.count(path) > 1})
     found += [

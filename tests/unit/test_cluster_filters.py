@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
-from checkout import load
+from checkout import REPO, load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
 
@@ -276,6 +276,16 @@ def test_a_bad_sshd_source_in_the_inventory_stops_in_the_gate():
     assert not any("container_sshd_allow_from" in w for w in report["warnings"])
 
 
+def test_an_sshd_source_that_admits_every_address_stops_in_the_gate_unless_allowed_with_a_warning():
+    hostvars = good_hostvars(node_b={"container_sshd_allow_from": ["0.0.0.0/0"]})
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert [e for e in report["errors"] if e.startswith("container_sshd_allow_from: '0.0.0.0/0' admits every")], report
+    hostvars["node-b"]["container_sshd_allow_any_source"] = True
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert report["errors"] == []
+    assert [w for w in report["warnings"] if w.startswith("container_sshd_allow_any_source (on node-b) is true")]
+
+
 def test_every_fact_a_role_publishes_is_known_to_the_gate():
     """A later play's gate (preflight.yml after a launch) sees the roles' facts among the host's variables."""
     published = set()
@@ -303,7 +313,7 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
     }
     mounts = inputs("node-b", good_hostvars())["nfs_client"]["nfs_client_mounts"]
     assert [(m["path"], m["mountpoint"], m["options"][-1]) for m in mounts] == [
-        ("/data1/share", "/data1/share", "noatime"),
+        ("/data1/share", "/data1/share", "nodev"),
         ("/data1/artifacts", "/data1/artifacts", "ro"),
     ]
     launch = master["horovod_launch"]
@@ -319,6 +329,30 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
 )
 def test_read_only_export_options(options, expected):
     assert cluster.read_only_export_options(options) == expected
+
+
+def test_the_share_and_the_artifact_directory_are_mounted_without_setuid_files_or_devices():
+    """Root on one worker may write the share: a setuid program or a device node it puts there must
+    be no way to root on another node (nor one the master puts in the artifact directory)."""
+    mounts = inputs("node-b", good_hostvars())["nfs_client"]["nfs_client_mounts"]
+    assert [m["path"] for m in mounts] == ["/data1/share", "/data1/artifacts"]
+    for mount in mounts:
+        assert {"nosuid", "nodev"} <= set(mount["options"]), mount
+    role_default = yaml.safe_load((REPO / "roles/nfs_client/defaults/main.yml").read_text())
+    assert {"nosuid", "nodev"} <= set(role_default["nfs_client_default_options"])
+
+
+def test_weak_export_options_stop_in_the_gate_unless_allowed_with_a_warning():
+    weak = everywhere(horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "no_root_squash", "insecure"])
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    refused = [e for e in report["errors"] if "option 'insecure'" in e]
+    assert len(refused) == 2, report  # the share's export and the artifact directory's
+    assert all("horovod_nfs_export_options" in e and "nfs_server_allow_weak_options: true" in e for e in refused)
+    assert not any("nfs_server_allow_weak_options" in w for w in report["warnings"])
+    weak["node_a"] = {**weak["node_a"], "nfs_server_allow_weak_options": True}
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    assert report["errors"] == []
+    assert [w for w in report["warnings"] if w.startswith("nfs_server_allow_weak_options (on node-a) is true")], report
 
 
 def test_read_only_mount_options():
@@ -366,15 +400,52 @@ def test_what_nodes_execute_outside_the_artifact_directory_is_a_warning():
 
 
 def test_the_inventory_may_place_the_launch_directories_itself():
-    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/share/code"})
+    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/artifacts/code/train"})
     mapped = inputs("node-a", hostvars)["horovod_launch"]
-    assert mapped["horovod_launch_code_dest"] == "/data1/share/code"
+    assert mapped["horovod_launch_code_dest"] == "/data1/artifacts/code/train"
     assert mapped["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
     report = cluster.cluster_report(GOOD_GROUPS, hostvars)
     assert not report["errors"] and not any("horovod_launch_code_dest" in w for w in report["warnings"]), report
-    # Still checked by the role's rules: on the share or in the artifact directory.
+    # Still checked by the role's rules: in the artifact directory (the share only when asked for).
     outside = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
     assert any("horovod_launch_code_dest" in e and "is not on the share" in e for e in outside["errors"]), outside
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        (everywhere(horovod_train_command=["python", "/data1/share/code/train.py"]), "horovod_train_command (as "),
+        (
+            everywhere(horovod_train_command=["/data1/share/run.sh"]),
+            "horovod_train_command (as horovod_launch_command)",
+        ),
+        (
+            {"node_a": {"horovod_launch_code_dest": "/data1/share/code"}},
+            "horovod_launch_code_dest: '/data1/share/code'",
+        ),
+        ({"node_a": {"horovod_launch_runs_dir": "/data1/share/runs"}}, "horovod_launch_runs_dir: '/data1/share/runs'"),
+        ({"node_a": {"horovod_launch_workdir": "/data1/share/w"}}, "horovod_launch_workdir: '/data1/share/w' is on"),
+        ({"node_a": {"horovod_launch_env": {"PYTHONPATH": "/data1/share/lib"}}}, "horovod_launch_env: PYTHONPATH"),
+    ],
+)
+def test_what_the_ranks_execute_on_the_share_stops_in_the_gate_unless_allowed_with_a_warning(values, named):
+    hostvars = good_hostvars(**values)
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    refused = [e for e in report["errors"] if "on the share '/data1/share'" in e]
+    assert len(refused) == 1 and refused[0].startswith(named), report
+    assert "horovod_launch_allow_share_code: true, which lets root on any worker run code as root" in refused[0]
+    assert not any("horovod_launch_allow_share_code" in w for w in report["warnings"])
+    hostvars["node-a"]["horovod_launch_allow_share_code"] = True
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert report["errors"] == []
+    warned = [w for w in report["warnings"] if w.startswith("horovod_launch_allow_share_code (on node-a) is true")]
+    assert warned and "root on any worker can run code as root in the master's container" in warned[0], report
+
+
+def test_data_on_the_share_is_no_code():
+    command = ["python3", "/data1/artifacts/train.py", "--train-dir", "/data1/share/imagenet"]
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(horovod_train_command=command)))
+    assert report == {"errors": [], "warnings": []}
 
 
 def test_probe_sections_split_one_command_into_its_programs():

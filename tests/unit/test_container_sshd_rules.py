@@ -40,6 +40,9 @@ def test_left_out_variables_take_the_role_defaults() -> None:
         {"container_sshd_container_name": "my-horovod.1_a"},
         {"container_sshd_allow_from": ["192.0.2.10", "198.51.100.0/24", "2001:db8::10", "2001:db8::/64"]},
         {"container_sshd_allow_from": ["192.0.2.7/24"]},
+        {"container_sshd_allow_from": ["0.0.0.0/1", "0.0.0.0/8", "128.0.0.0/1"]},  # not every address
+        {"container_sshd_allow_from": ["*", "0.0.0.0/0", "::/0", "0.0.0.0"], "container_sshd_allow_any_source": True},
+        {"container_sshd_allow_from": ["::"], "container_sshd_allow_any_source": "yes"},
     ],
 )
 def test_sound_settings_are_accepted(settings: dict[str, Any]) -> None:
@@ -113,6 +116,14 @@ BAD: list[tuple[str, Any, str]] = [
     ("container_sshd_allow_from", [None], "None is not a string"),
     ("container_sshd_allow_from", "192.0.2.10", "'192.0.2.10' is not a list"),
     ("container_sshd_allow_from", ["192.0.2.10", "192.0.2.10"], "192.0.2.10 is listed more than once"),
+    ("container_sshd_allow_from", ["0.0.0.0/0"], "'0.0.0.0/0' admits every address, so root may log in from anywhere"),
+    ("container_sshd_allow_from", ["192.0.2.10", "::/0"], "'::/0' admits every address"),
+    ("container_sshd_allow_from", ["10.1.2.3/0"], "'10.1.2.3/0' admits every address"),
+    ("container_sshd_allow_from", ["0.0.0.0"], "or set container_sshd_allow_any_source: true if that is really meant"),
+    ("container_sshd_allow_from", ["::"], "'::' admits every address"),
+    ("container_sshd_allow_from", ["*"], "'*' admits every address"),
+    ("container_sshd_allow_any_source", "maybe", "'maybe' is not a boolean; use true or false"),
+    ("container_sshd_allow_any_source", None, "None is not a boolean"),
     ("container_sshd_container_name", "h", "'h' is not a valid container name"),
     ("container_sshd_container_name", "-horovod", "is not a valid container name"),
     ("container_sshd_container_name", "horo vod", "is not a valid container name"),
@@ -148,7 +159,9 @@ WRONG_TYPES = [None, True, 0, -1, 1.5, "", "x", [], ["x"], [None], [{}], {}, {"x
 @pytest.mark.parametrize("value", WRONG_TYPES, ids=lambda value: type(value).__name__)
 def test_a_value_of_any_type_gives_a_problem_not_an_exception(variable: str, value: Any) -> None:
     found = rules.problems({variable: value})
-    if not (variable in ("container_sshd_listen_addresses", "container_sshd_allow_from") and value == []):
+    if variable == "container_sshd_allow_any_source" and value in (True, 0):
+        assert found == [], "a boolean as Ansible reads one"
+    elif not (variable in ("container_sshd_listen_addresses", "container_sshd_allow_from") and value == []):
         # [] is every address, any source
         assert found, f"{variable}={value!r} was accepted"
     assert all(name == variable and isinstance(message, str) and message for name, message in found)

@@ -158,6 +158,7 @@ PLAN_INPUTS = {
     "code_repo": "",
     "code_dest": "/data1/artifacts/code",
     "share_dir": "/data1/share",
+    "artifact_dir": "/data1/artifacts",
     "command": [],
     "example_args": ["--epochs", "3"],
     "env": {"NCCL_DEBUG": "INFO", "WANDB_API_KEY": "secret"},
@@ -178,7 +179,7 @@ def test_the_plan_of_a_run_from_the_inputs():
     }
     assert plan["h"] == "10.0.0.1:4,10.0.0.2:2"
     assert plan["rank_hosts"] == ["master"] * 4 + ["w1"] * 2
-    assert plan["workdir"] == "/data1/share"
+    assert plan["workdir"] == "/data1/artifacts"
     assert plan["other_image_ids"] == {"w1": "sha256:aa"}
     # The environment's names only: its values may be secrets.
     assert plan["definition"] == {
@@ -186,15 +187,19 @@ def test_the_plan_of_a_run_from_the_inputs():
         "hosts": "10.0.0.1:4,10.0.0.2:2",
         "np": 6,
         "env_names": ["NCCL_DEBUG", "WANDB_API_KEY"],
-        "workdir": "/data1/share",
+        "workdir": "/data1/artifacts",
         "controller": "gloo",
         "extra_args": [],
     }
 
 
-def test_the_working_directory_is_the_given_one_else_the_checkout_else_the_share():
+def test_the_working_directory_is_the_given_one_else_the_checkout_else_the_artifact_directory():
     assert f.plan({**PLAN_INPUTS, "code_repo": "/data1/src/train.git"})["workdir"] == "/data1/artifacts/code"
     assert f.plan({**PLAN_INPUTS, "code_repo": "/r.git", "workdir": "/data1/share/w"})["workdir"] == "/data1/share/w"
+    # A command of one's own starts where only the master writes, not on the share root on a worker may change.
+    assert f.plan({**PLAN_INPUTS, "command": ["python3", "train.py"]})["workdir"] == "/data1/artifacts"
+    # Without an artifact directory only the share is left (the role's rules refuse it unless asked for).
+    assert f.plan({**PLAN_INPUTS, "artifact_dir": ""})["workdir"] == "/data1/share"
 
 
 def test_a_given_command_and_np_in_the_plan():
@@ -225,9 +230,12 @@ def test_the_run_name_is_the_one_the_role_made_before_the_plan():
         "controller": "gloo",
         "extra_args": [],
     }
-    now = {**f.plan(PLAN_INPUTS)["definition"], "code": "c0de", "image": "sha256:aa"}
+    # The same working directory as then (the share: the default working directory is the artifact
+    # directory now, which is a new run, once).
+    inputs = {**PLAN_INPUTS, "artifact_dir": ""}
+    now = {**f.plan(inputs)["definition"], "code": "c0de", "image": "sha256:aa"}
     assert run_id(now) == run_id(before)
-    elastic = {**f.plan({**PLAN_INPUTS, "elastic": True})["definition"], "code": "c0de", "image": "sha256:aa"}
+    elastic = {**f.plan({**inputs, "elastic": True})["definition"], "code": "c0de", "image": "sha256:aa"}
     assert run_id(elastic) == run_id({**before, "elastic": {"min_np": 4, "max_np": 6, "cooldown": [10, 300]}})
     assert run_id(elastic) != run_id(now)
 

@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils import horovod_l
 
 REPO = Path(__file__).resolve().parents[2]
 SHARE = "/data1/share"
+ARTIFACTS = "/data1/artifacts"
 
 GOOD: dict[str, Any] = {
     "horovod_launch_hosts": [
@@ -29,13 +31,15 @@ GOOD: dict[str, Any] = {
     "horovod_launch_example_args": [],
     "horovod_launch_container": "horovod",
     "horovod_launch_share_dir": SHARE,
+    "horovod_launch_artifact_dir": ARTIFACTS,
+    "horovod_launch_allow_share_code": False,
     "horovod_launch_workdir": "",
-    "horovod_launch_runs_dir": f"{SHARE}/runs",
+    "horovod_launch_runs_dir": f"{ARTIFACTS}/runs",
     "horovod_launch_run_name": "",
-    "horovod_launch_example_dir": f"{SHARE}/examples",
+    "horovod_launch_example_dir": f"{ARTIFACTS}/examples",
     "horovod_launch_code_repo": "",
     "horovod_launch_code_version": "",
-    "horovod_launch_code_dest": f"{SHARE}/workspace",
+    "horovod_launch_code_dest": f"{ARTIFACTS}/workspace",
     "horovod_launch_ssh_port": 12345,
     "horovod_launch_ssh_identity_file": "/root/.ssh/id_ed25519",
     "horovod_launch_controller": "gloo",
@@ -63,7 +67,7 @@ def test_the_defaults_with_a_host_list_are_sound():
 
 
 def test_the_inputs_cover_every_role_default_the_rules_read():
-    """The good case is the role's defaults (templated for the share), plus a host list."""
+    """The good case is the role's defaults (templated for the artifact directory), plus a host list."""
     defaults = yaml.safe_load((REPO / "roles/horovod_launch/defaults/main.yml").read_text())
     for name, value in GOOD.items():
         if name != "horovod_launch_hosts" and not str(defaults[name]).startswith("{{"):
@@ -86,15 +90,42 @@ def test_the_assert_task_passes_every_input_the_rules_read():
         {"timeout": "300"},
         {"timeout": 7200},
         {"idle_process_patterns": ["jupyter-lab", "^tensorboard( |$)"]},
-        {"workdir": f"{SHARE}/workspace/examples/pytorch"},
-        {"workdir": SHARE},
-        {"runs_dir": SHARE},
+        {"workdir": f"{ARTIFACTS}/workspace/examples/pytorch"},
+        {"workdir": ARTIFACTS},
+        {"runs_dir": ARTIFACTS},
         {
             "share_dir": "/srv/share",
-            "runs_dir": "/srv/share/runs",
-            "example_dir": "/srv/share/ex",
-            "code_dest": "/srv/share/code",
+            "artifact_dir": "/srv/artifacts",
+            "runs_dir": "/srv/artifacts/runs",
+            "example_dir": "/srv/artifacts/ex",
+            "code_dest": "/srv/artifacts/code",
         },
+        # What every rank executes may come from the share only when asked for.
+        {
+            "allow_share_code": True,
+            "artifact_dir": "",
+            "runs_dir": f"{SHARE}/runs",
+            "example_dir": f"{SHARE}/examples",
+            "code_dest": f"{SHARE}/workspace",
+            "workdir": f"{SHARE}/w",
+            "command": ["python3", f"{SHARE}/code/train.py"],
+            "env": {"PYTHONPATH": f"{SHARE}/lib"},
+        },
+        {
+            "allow_share_code": "yes",
+            "artifact_dir": "",
+            "runs_dir": f"{SHARE}/runs",
+            "example_dir": f"{SHARE}/examples",
+            "code_dest": f"{SHARE}/workspace",
+        },
+        # Data on the share is fine: only what is executed must not be there.
+        {"command": ["python3", "train.py", "--data-dir", f"{SHARE}/imagenet", f"{SHARE}/x.py"]},
+        {"command": ["python3", "-c", f"import runpy; print('{SHARE}/x.py')"]},
+        {"command": ["python3", "-m", "trainer", f"{SHARE}/config.py"]},
+        {"command": ["sh", "-c", f"while [ -e {SHARE}/hold ]; do sleep 1; done"]},
+        {"command": ["python3", "-W", "ignore", f"{ARTIFACTS}/train.py", f"{SHARE}/data"]},
+        {"command": ["torchrun-like", f"{SHARE}/script.py"]},  # not an interpreter the rule knows
+        {"env": {"PYTHONPATH": f"{ARTIFACTS}/lib:/opt/lib", "NCCL_DEBUG": f"{SHARE}/not-code", "DATA": SHARE}},
         {"run_name": "r1.2_x-y"},
         {"run_name": "r" * 100},
         {"code_repo": "https://github.com/horovod/horovod.git", "code_version": "v0.28.1"},
@@ -105,6 +136,10 @@ def test_the_assert_task_passes_every_input_the_rules_read():
         {"env": {"PYTHONPATH": "/opt/lib", "LD_LIBRARY_PATH": "/opt/lib", "PATHS": "x", "MY_PATH": "/x"}},
         {"env": {"OMPI_MCA_btl_tcp_if_include": "eth0", "HOROVOD_FUSION_THRESHOLD": "67108864", "NCCL_IB_HCA": "mlx5"}},
         {"extra_args": ["--timeline-filename", "/data1/share/t.json", "--fusion-threshold-mb=32"]},
+        {"extra_args": ["--fusion-t", "32", "--mpi-a=-x A", "--tcp", "--log-level", "INFO", "-cb", "--no-stall"]},
+        {"extra_args": ["--autotune", "--autotune-log-file", "/data1/share/at.csv", "--cycle-time-ms", "-1"]},
+        # an option of another Horovod version, with its value
+        {"extra_args": ["--no-such-option", "3"]},
         {"network_interfaces": ["eth0", "ib0", "eth0.100", "eth0:1", "veth@if3"]},
         {"min_shm_size": "512M"},
         {"min_shm_size": "1.5 GB"},
@@ -157,7 +192,8 @@ BAD = [
     ({"share_dir": "/"}, "share_dir", "'/' is not normalised"),
     ({"share_dir": "/etc/share"}, "share_dir", "inside the system directory /etc"),
     ({"runs_dir": "runs"}, "runs_dir", "'runs' is not absolute"),
-    ({"runs_dir": "/data2/runs"}, "runs_dir", "'/data2/runs' is not on the share '/data1/share'"),
+    ({"runs_dir": "/data2/runs"}, "runs_dir", "'/data2/runs' is not on the share '/data1/share' or the artifact"),
+    ({"runs_dir": "/data2/runs"}, "runs_dir", "so put it below the artifact directory /data1/artifacts"),
     ({"runs_dir": "/data1/sharefoo/runs"}, "runs_dir", "is not on the share"),
     ({"example_dir": "/data1/share/ex amples"}, "example_dir", "characters that are not allowed in 'ex amples'"),
     ({"example_dir": "/srv/examples"}, "example_dir", "is not on the share"),
@@ -234,6 +270,65 @@ BAD = [
     ({"elastic_cooldown": 10}, "elastic_cooldown", "10 is not [lowest, highest]"),
     ({"extra_args": ["--min-np", "1"]}, "extra_args", "use horovod_launch_min_np instead"),
     ({"extra_args": ["--host-discovery-script=/x"]}, "extra_args", "use horovod_launch_elastic instead"),
+    # argparse's unique prefixes of long options, glued values, --opt=value, run-together letters
+    ({"extra_args": ["--ssh-p", "22"]}, "extra_args", "'--ssh-p' (horovodrun's argparse takes a prefix of an option"),
+    ({"extra_args": ["--ssh-p", "22"]}, "extra_args", "this is --ssh-port) is an option the role sets itself"),
+    ({"extra_args": ["--ssh-p=22"]}, "extra_args", "this is --ssh-port) is an option the role sets itself"),
+    ({"extra_args": ["--ssh-i=/x"]}, "extra_args", "use horovod_launch_ssh_identity_file instead"),
+    ({"extra_args": ["--num-p", "9"]}, "extra_args", "this is --num-proc"),
+    ({"extra_args": ["--slots", "2"]}, "extra_args", "this is --slots-per-host"),
+    ({"extra_args": ["--out=/x"]}, "extra_args", "use horovod_launch_runs_dir and horovod_launch_run_name"),
+    ({"extra_args": ["--verb"]}, "extra_args", "use horovod_launch_verbose instead"),
+    ({"extra_args": ["--ssh", "22"]}, "extra_args", "use horovod_launch_ssh_port instead"),  # ambiguous: refused
+    ({"extra_args": ["-n", "9"]}, "extra_args", "'-n' (horovodrun's argparse takes a prefix of an option"),
+    ({"extra_args": ["-p22"]}, "extra_args", "'-p22' (horovodrun reads it as -p with its value glued on) is an"),
+    ({"extra_args": ["-i/root/.ssh/other"]}, "extra_args", "use horovod_launch_ssh_identity_file instead"),
+    ({"extra_args": ["-Hnode-x:8"]}, "extra_args", "-H with its value glued on) is an option the role sets"),
+    ({"extra_args": ["-p=22"]}, "extra_args", "'-p=22' is an option the role sets itself"),
+    ({"extra_args": ["-vp22"]}, "extra_args", "one-letter options run together: this holds -p"),
+    ({"extra_args": ["-hostfile", "/x"]}, "extra_args", "use horovod_launch_hosts instead"),
+    # --config-file can set every option, the reserved ones included
+    ({"extra_args": ["--config-file", "/x.yml"]}, "extra_args", "'--config-file' names a file that can set every"),
+    ({"extra_args": ["--config-file=/x.yml"]}, "extra_args", "the ssh port and identity file the role sets included"),
+    ({"extra_args": ["--con", "/x.yml"]}, "extra_args", "this is --config-file) names a file"),
+    ({"extra_args": ["--config=/x.yml"]}, "extra_args", "this is --config-file"),
+    # a word that is no option's value starts horovodrun's command
+    ({"extra_args": ["/data1/share/evil.py"]}, "extra_args", "'/data1/share/evil.py' is not a horovodrun option"),
+    ({"extra_args": ["--tcp", "x.py"]}, "extra_args", "so horovodrun would run it and everything after it as the"),
+    ({"extra_args": ["--timeline-filename", "/t.json", "python"]}, "extra_args", "'python' is not a horovodrun option"),
+    ({"extra_args": ["--", "--ssh-port", "22"]}, "extra_args", "'--' is not a horovodrun option"),
+    ({"extra_args": [""]}, "extra_args", "'' is not a horovodrun option"),
+    # what every rank executes, on the share that root on any worker may change
+    ({"runs_dir": f"{SHARE}/runs"}, "runs_dir", "'/data1/share/runs' is on the share '/data1/share'; root on any"),
+    ({"example_dir": f"{SHARE}/examples"}, "example_dir", "put it below the artifact directory /data1/artifacts"),
+    ({"code_dest": f"{SHARE}/workspace"}, "code_dest", "or check the code out with horovod_launch_code_repo"),
+    ({"workdir": f"{SHARE}/w"}, "workdir", "'/data1/share/w' is on the share"),
+    ({"workdir": SHARE}, "workdir", "'/data1/share' is on the share"),
+    ({"command": [f"{SHARE}/train.sh"]}, "command", "runs '/data1/share/train.sh', which is on the share"),
+    ({"command": ["python3", f"{SHARE}/code/train.py"]}, "command", "runs '/data1/share/code/train.py'"),
+    ({"command": ["python", "-u", f"{SHARE}/x.py", "--epochs", "3"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["python3", "-uB", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["/usr/bin/python3.11", "-W", "ignore", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["python3", "-Wignore", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["python3", "-Ximporttime", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["python3", "--", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["bash", "-e", f"{SHARE}/run.sh"]}, "command", "runs '/data1/share/run.sh'"),
+    ({"command": ["sh", "-o", "errexit", f"{SHARE}/run.sh"]}, "command", "runs '/data1/share/run.sh'"),
+    ({"command": ["env", "-i", "A=1", "python3", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
+    ({"command": ["/usr/bin/env", f"{SHARE}/x"]}, "command", "runs '/data1/share/x'"),
+    ({"command": ["python3", f"{ARTIFACTS}/../share/x.py"]}, "command", "runs '/data1/artifacts/../share/x.py'"),
+    ({"command": ["python3", f"/{SHARE}/x.py"]}, "command", "runs '//data1/share/x.py'"),
+    (
+        {"command": ["python3", f"{SHARE}/x.py"]},
+        "command",
+        "or set horovod_launch_allow_share_code: true, which lets root on any worker run code as root in the "
+        "master's container and from there in every container",
+    ),
+    ({"env": {"PYTHONPATH": f"/opt/lib:{SHARE}/lib"}}, "env", "PYTHONPATH names a directory or file on the share"),
+    ({"env": {"LD_LIBRARY_PATH": f"{SHARE}/lib"}}, "env", "LD_LIBRARY_PATH names a directory or file on the"),
+    ({"env": {"LD_PRELOAD": f"/opt/a.so {SHARE}/b.so"}}, "env", "LD_PRELOAD names a directory or file"),
+    ({"env": {"PATH": f"{SHARE}/bin:/usr/bin"}}, "env", "PATH names a directory or file on the share"),
+    ({"allow_share_code": "maybe"}, "allow_share_code", "'maybe' is not true or false"),
 ]
 
 
@@ -284,6 +379,122 @@ def test_an_environment_name_that_changes_how_ranks_are_reached_or_loaded_is_ref
     assert [v for v, _ in found] == ["horovod_launch_env"], found
     assert found[0][1].startswith(f"{name} may not be set here: "), found
     assert "s3cret-value" not in found[0][1]
+
+
+# One option of each alias group of horovodrun 0.28.1's parser: argparse treats them as one option.
+HOROVODRUN_ALIASES = [
+    ("-h", "--help"),
+    ("-v", "--version"),
+    ("-np", "--num-proc"),
+    ("-cb", "--check-build"),
+    ("-p", "--ssh-port"),
+    ("-i", "--ssh-identity-file"),
+    ("--min-np", "--min-num-proc"),
+    ("--max-np", "--max-num-proc"),
+    ("-prefix-timestamp", "--prefix-output-with-timestamp"),
+    ("-H", "--hosts"),
+    ("-hostfile", "--hostfile"),
+]
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(message)
+
+
+def horovodrun_parser() -> argparse.ArgumentParser:
+    """A parser with horovodrun's options as the rules know them, parsed by this Python's argparse."""
+    parser = _Parser(add_help=False)
+    grouped = {name for group in HOROVODRUN_ALIASES for name in group}
+    groups = [*HOROVODRUN_ALIASES, *((name,) for name in rules.HOROVODRUN_OPTIONS if name not in grouped)]
+    for names in groups:
+        nargs = rules.HOROVODRUN_OPTIONS[names[0]]
+        dest = names[-1].lstrip("-").replace("-", "_")
+        if nargs == 0:
+            parser.add_argument(*names, dest=dest, action="store_true")
+        else:
+            parser.add_argument(*names, dest=dest, nargs=None if nargs == 1 else nargs)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _spellings() -> list[str]:
+    """Every prefix of every option, with a glued value and with =value, and letters run together."""
+    out = []
+    for option in rules.HOROVODRUN_OPTIONS:
+        start = 2 if option.startswith("--") else 1
+        for end in range(start + 1, len(option) + 1):
+            out += [option[:end], f"{option[:end]}=7"]
+        if len(option) == 2:
+            out += [f"{option}7", f"-v{option[1]}7", f"-h{option[1]}"]
+    return out
+
+
+@pytest.mark.parametrize("arg", _spellings())
+def test_every_spelling_argparse_reads_as_a_reserved_option_is_refused(arg):
+    """Cross-checked with argparse itself: whatever it reads as a reserved option (or as --config-file)
+    is refused, and what is refused as one is that option for argparse, or an error there."""
+    parser = horovodrun_parser()
+    reserved = {
+        action.dest
+        for action in parser._actions
+        if set(action.option_strings) & {*rules.RESERVED_ARGS, rules.CONFIG_FILE}
+    }
+    try:
+        given = {key for key, value in vars(parser.parse_args([arg, "7", "7"])).items() if value not in (None, False)}
+    except _ParseError:
+        given = None
+    refused = [message for _, message in problems(extra_args=[arg, "7", "7"]) if not message.startswith("'7'")]
+    if given is None:
+        return  # horovodrun stops: anything goes
+    assert bool(given & reserved) == bool(refused), (arg, given, refused)
+
+
+def test_the_reserved_options_are_options_of_horovodrun():
+    assert set(rules.RESERVED_ARGS) <= set(rules.HOROVODRUN_OPTIONS)
+    assert rules.CONFIG_FILE in rules.HOROVODRUN_OPTIONS
+
+
+def test_without_an_artifact_directory_everything_executed_is_on_the_share_and_refused():
+    """horovod_launch_artifact_dir: "" leaves the share as the only shared place: the role's defaults then
+    put the runs, the example and the checkout there, and the ranks start there."""
+    on_share = {
+        "artifact_dir": "",
+        "runs_dir": f"{SHARE}/runs",
+        "example_dir": f"{SHARE}/examples",
+        "code_dest": f"{SHARE}/workspace",
+    }
+    found = problems(**on_share)
+    assert [name for name, _ in found] == [
+        "horovod_launch_runs_dir",
+        "horovod_launch_example_dir",
+        "horovod_launch_code_dest",
+        "horovod_launch_workdir",
+    ]
+    assert found[-1][1].startswith("'' is the share '/data1/share' here (no horovod_launch_artifact_dir")
+    assert "below an artifact directory only the master writes (horovod_launch_artifact_dir, empty now" in found[0][1]
+    assert problems(**on_share, allow_share_code=True) == []
+    # The checkout is where a run with a repository starts.
+    found = problems(**on_share, code_repo="/srv/x.git", code_version="v1")
+    assert "horovod_launch_workdir" not in [name for name, _ in found]
+
+
+def test_a_path_variable_on_the_share_is_named_but_not_quoted():
+    found = problems(env={"PYTHONPATH": f"{SHARE}/s3cret-lib"})
+    assert [name for name, _ in found] == ["horovod_launch_env"]
+    assert "s3cret" not in found[0][1]
+
+
+def test_the_role_defaults_put_what_the_ranks_execute_in_the_artifact_directory():
+    role = yaml.safe_load((REPO / "roles/horovod_launch/defaults/main.yml").read_text())
+    assert role["horovod_launch_artifact_dir"] == ARTIFACTS
+    assert role["horovod_launch_allow_share_code"] is False
+    for name in ("runs_dir", "example_dir", "code_dest"):
+        assert role[f"horovod_launch_{name}"].startswith("{{ horovod_launch_artifact_dir or "), name
 
 
 def test_an_environment_value_is_never_quoted():

@@ -17,7 +17,7 @@ def inputs(*mounts, **overrides):
     """The role's inputs with its defaults, `mounts` (default: one sound mount) and overrides."""
     values = {
         "nfs_client_mounts": list(mounts) or [mount()],
-        "nfs_client_default_options": ["nfsvers=4.2", "hard", "_netdev", "noatime"],
+        "nfs_client_default_options": ["nfsvers=4.2", "hard", "_netdev", "noatime", "nosuid", "nodev"],
         "nfs_client_wait_timeout": 120,
     }
     values.update(overrides)

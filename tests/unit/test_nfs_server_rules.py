@@ -17,6 +17,7 @@ def inputs(*exports, **overrides):
         "nfs_server_exports": list(exports) or [export()],
         "nfs_server_default_options": ["rw", "sync", "no_subtree_check"],
         "nfs_server_allow_any_client": False,
+        "nfs_server_allow_weak_options": False,
     }
     values.update(overrides)
     return values
@@ -54,7 +55,7 @@ def test_role_defaults_and_the_scenario_exports_are_sound():
         {"owner": None, "group": None, "mode": None, "options": None},
         {"options": []},
         {"options": ["ro", "async", "secure", "no_wdelay", "nohide", "crossmnt", "subtree_check", "insecure_locks"]},
-        {"options": ["fsid=root", "sec=krb5p:krb5i:krb5:sys", "anonuid=65534", "anongid=0", "all_squash"]},
+        {"options": ["fsid=root", "sec=krb5p:krb5i:krb5:sys", "anonuid=65534", "anongid=65534", "all_squash"]},
         {"options": ["fsid=0", "no_root_squash", "mountpoint", "no_all_squash", "acl", "pnfs", "security_label"]},
         {"options": ["fsid=4294967295", "mp=/data1", "root_squash", "all_squash"]},
         {"options": ["fsid=6a1cbd0e-3a5f-4d1e-9b5c-0a2b3c4d5e6f", "mountpoint=/"]},
@@ -67,9 +68,37 @@ def test_sound_exports_have_no_problems(fields):
     assert rules.problems(inputs(export(**fields))) == []
 
 
-@pytest.mark.parametrize("flag", rules.EXPORT_FLAGS)
+@pytest.mark.parametrize("flag", [flag for flag in rules.EXPORT_FLAGS if flag not in rules.WEAK_OPTIONS])
 def test_every_flag_is_accepted_alone(flag):
     assert rules.problems(inputs(export(options=[flag]))) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "opens"),
+    [
+        ("insecure", "from any port of a client, so any user there (not only root"),
+        ("anonuid=0", "maps the squashed users (with all_squash: every user of every client) to root"),
+        ("anongid=0", "to root's group"),
+    ],
+)
+@pytest.mark.parametrize("where", ["export", "default options"])
+def test_weak_options_are_refused_unless_allowed(option, opens, where):
+    given = {"nfs_server_default_options": [option]} if where != "export" else {}
+    weak = inputs(export(options=[option]) if where == "export" else export(), **given)
+    found = rules.problems(weak)
+    variable = "nfs_server_exports" if where == "export" else "nfs_server_default_options"
+    prefix = "the export of '/data1/share': " if where == "export" else ""
+    assert [name for name, _ in found] == [variable]
+    assert found[0][1].startswith(f"{prefix}option {option!r} ")
+    assert opens in found[0][1]
+    assert found[0][1].endswith("remove it, or set nfs_server_allow_weak_options: true if that is really meant")
+    for allow in (True, "yes"):
+        assert rules.problems({**weak, "nfs_server_allow_weak_options": allow}) == []
+
+
+@pytest.mark.parametrize("options", [["anonuid=65534", "anongid=65534", "all_squash"], ["anonuid=00"], ["secure"]])
+def test_other_anonymous_ids_and_secure_are_not_weak(options):
+    assert not [message for _, message in rules.problems(inputs(export(options=options))) if "weak" in message]
 
 
 @pytest.mark.parametrize("allow", [True, "yes", "true", 1])
@@ -91,6 +120,7 @@ def test_any_host_only_when_allowed(allow, client):
         # the switch and the default options
         ({"nfs_server_allow_any_client": "maybe"}, "nfs_server_allow_any_client", "'maybe' is not a boolean"),
         ({"nfs_server_allow_any_client": None}, "nfs_server_allow_any_client", "None is not a boolean"),
+        ({"nfs_server_allow_weak_options": "maybe"}, "nfs_server_allow_weak_options", "'maybe' is not a boolean"),
         ({"nfs_server_default_options": "rw,sync"}, "nfs_server_default_options", "'rw,sync' is not a list"),
         ({"nfs_server_default_options": ["rw", 1]}, "nfs_server_default_options", "1 in ['rw', 1] is not a string"),
         ({"nfs_server_default_options": ["rw", "nosuch"]}, "nfs_server_default_options", "'nosuch' is not a known"),
@@ -244,7 +274,8 @@ def test_bad_input_names_the_variable_and_the_problem(overrides, variable, fragm
 
 @pytest.mark.parametrize("group", rules.EXPORT_CONFLICTS)
 def test_every_contradiction_is_refused(group):
-    found = rules.problems(inputs(export(options=list(group))))
+    # Allowed, so that secure/insecure shows the contradiction alone.
+    found = rules.problems(inputs(export(options=list(group)), nfs_server_allow_weak_options=True))
     assert found == [
         (
             "nfs_server_exports",
@@ -273,7 +304,13 @@ def test_each_problem_is_reported():
     [None, 2, "x", {}, [None], [[]], [{"path": None, "clients": {}, "options": 1, "mode": [], "owner": {}}], [{1: 2}]],
 )
 @pytest.mark.parametrize(
-    "variable", ["nfs_server_exports", "nfs_server_default_options", "nfs_server_allow_any_client"]
+    "variable",
+    [
+        "nfs_server_exports",
+        "nfs_server_default_options",
+        "nfs_server_allow_any_client",
+        "nfs_server_allow_weak_options",
+    ],
 )
 def test_wrong_types_give_problems_not_exceptions(variable, value):
     found = rules.problems(inputs(**{variable: value}))

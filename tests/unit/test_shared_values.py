@@ -108,6 +108,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/horovod_launch/defaults/main.yml", "CONTAINER_NAME"): (1, DEFINITION),
     ("roles/horovod_launch/defaults/main.yml", "CONTAINER_SSH_DIR"): (1, DEFINITION),
     ("roles/horovod_launch/defaults/main.yml", "SHARE_DIR"): (1, DEFINITION),
+    ("roles/horovod_launch/defaults/main.yml", "ARTIFACT_DIR"): (1, DEFINITION),
     ("roles/horovod_launch/defaults/main.yml", "SSH_PORT"): (1, DEFINITION),
     ("roles/ssh_trust/defaults/main.yml", "CONTAINER_NAME"): (1, DEFINITION),
     ("roles/ssh_trust/defaults/main.yml", "SSH_PORT"): (1, DEFINITION),
@@ -118,6 +119,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/horovod_launch/meta/argument_specs.yml", "CONTAINER_NAME"): (1, SPEC),
     ("roles/horovod_launch/meta/argument_specs.yml", "CONTAINER_SSH_DIR"): (1, SPEC),
     ("roles/horovod_launch/meta/argument_specs.yml", "SHARE_DIR"): (1, SPEC),
+    ("roles/horovod_launch/meta/argument_specs.yml", "ARTIFACT_DIR"): (1, SPEC),
     ("roles/horovod_launch/meta/argument_specs.yml", "SSH_PORT"): (1, SPEC),
     ("roles/ssh_trust/meta/argument_specs.yml", "CONTAINER_NAME"): (1, SPEC),
     ("roles/ssh_trust/meta/argument_specs.yml", "SSH_PORT"): (1, SPEC),
@@ -161,8 +163,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # Inventories: the example shows the defaults (test_the_example_inventory_shows_the_defaults); the
     # lab's archive lies on its share, the default share directory.
     ("inventories/example/group_vars/horovod_cluster.yml", "CONTAINER_NAME"): (1, DEFINITION),
-    ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_DIR"): (2, "the default, and an example on it"),
-    ("inventories/example/group_vars/horovod_cluster.yml", "ARTIFACT_DIR"): (1, "an example in it"),
+    ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_DIR"): (2, "the default, and data on it"),
+    ("inventories/example/group_vars/horovod_cluster.yml", "ARTIFACT_DIR"): (2, "examples in it: an archive, a script"),
     ("inventories/example/group_vars/horovod_cluster.yml", "SHARE_ROOT"): (1, DEFINITION),
     ("inventories/example/group_vars/horovod_cluster.yml", "SSH_PORT"): (1, DEFINITION),
     ("inventories/lab/group_vars/horovod_cluster.yml", "SHARE_DIR"): (1, "a comment"),
@@ -200,7 +202,11 @@ ROLE_CONSTANTS = {
     "horovod_launch": {"__horovod_launch_ssh_wrapper": defaults.SSH_WRAPPER},
 }
 # Role defaults that are shared values without a site setting of their own.
-ROLE_DEFAULTS = {("horovod_launch", "horovod_launch_ssh_identity_file"): defaults.SSH_KEY_FILE}
+ROLE_DEFAULTS = {
+    ("horovod_launch", "horovod_launch_ssh_identity_file"): defaults.SSH_KEY_FILE,
+    # The site derives horovod_artifact_dir from the share root; the role alone has the default's value.
+    ("horovod_launch", "horovod_launch_artifact_dir"): defaults.ARTIFACT_DIR,
+}
 # Role variables a setting becomes only as part of a larger value (the site builds them).
 BUILT_FROM_SETTINGS = {"nfs_server_exports", "nfs_client_mounts", "horovod_launch_hosts"}
 

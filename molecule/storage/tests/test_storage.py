@@ -118,7 +118,7 @@ def test_worker_has_the_master_share_mounted(hosts, addr, worker):
     source, fstype, options = mount
     assert source == f"{addr['master']}:{SHARE}"
     assert fstype == "nfs4"
-    assert {"rw", "hard"} <= options
+    assert {"rw", "hard", "nosuid", "nodev"} <= options
     fstab = [line.split() for line in hosts[worker].file("/etc/fstab").content_string.splitlines()]
     assert [f"{addr['master']}:{SHARE}", SHARE, "nfs"] in [fields[:3] for fields in fstab]
     # The image's own root line is foreign to the role and must survive.
@@ -131,7 +131,7 @@ def test_worker_has_the_artifact_directory_mounted_read_only(hosts, addr, worker
     assert mount is not None, f"nothing is mounted at {ARTIFACTS} on {worker}"
     source, fstype, options = mount
     assert (source, fstype) == (f"{addr['master']}:{ARTIFACTS}", "nfs4")
-    assert "ro" in options
+    assert {"ro", "nosuid", "nodev"} <= options
 
 
 @pytest.mark.parametrize("worker", ["worker1", "worker2"])
