@@ -271,10 +271,10 @@ def stale_keys(authorized_lines: Iterable[str], wanted: Sequence[str], marker: s
     return [line for line in own_keys(authorized_lines, marker) if not kept.search(line)]
 
 
-def keyless(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
+def keyless(hostvars: Mapping[str, Any], nodes: Nodes, master: str) -> list[str]:
     """The nodes without a container host key to pin: those on which tasks/read.yml found none, and
-    those this run left out (--limit) that no node of the run has pinned (see known_keys)."""
-    return _keyless(known_keys(hostvars, nodes))
+    those this run left out (--limit) that the master's known_hosts does not pin (see known_keys)."""
+    return _keyless(known_keys(hostvars, nodes, master))
 
 
 def _keyless(known: Mapping[str, Sequence[str]]) -> list[str]:
@@ -294,18 +294,27 @@ def known_host(hosts: Sequence[str], port: Any) -> str:
 
 def all_pinned(hostvars: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     """Every line pinned in any node's known_hosts, each once: a node that lost its file cannot re-trust
-    alone. Nodes this run left out (--limit) were not read and give none."""
+    alone (changed compares with them; what is kept for a node left out is master_pinned, never these).
+    Nodes this run left out (--limit) were not read and give none."""
     return list(
         dict.fromkeys(line for name in names if _read(hostvars, name) for line in _fact(hostvars, name, PINNED_LINES))
     )
 
 
-def known_keys(hostvars: Mapping[str, Any], nodes: Nodes) -> dict[str, list[str]]:
+def master_pinned(hostvars: Mapping[str, Any], master: str) -> list[str]:
+    """The lines pinned in the master's known_hosts as this run read it; none when it did not read the
+    master. Root on a worker can write that worker's own known_hosts: pins pooled from every node would
+    let it choose the key every node, the master included, trusts for a node the run leaves out."""
+    return list(_fact(hostvars, master, PINNED_LINES)) if _read(hostvars, master) else []
+
+
+def known_keys(hostvars: Mapping[str, Any], nodes: Nodes, master: str) -> dict[str, list[str]]:
     """``{node: ["type blob", ...]}``, the host keys known_hosts pins for every node: those read on the
     node in this run, or, for a node this run left out (``--limit``, adding a worker while the others
-    train), the keys the nodes of the run pin for it already, so that a run on some nodes keeps the
-    others' pins as they are. A node left out that nobody pins has none (keyless names it)."""
-    return _known_keys(hostvars, nodes, all_pinned(hostvars, [str(node["name"]) for node in nodes]))
+    train), the keys the master's known_hosts pins for it already (master_pinned), so that a run on
+    some nodes keeps the others' pins as they are. A node left out that the master does not pin, and
+    every node left out when the run did not read the master, has none (keyless names it)."""
+    return _known_keys(hostvars, nodes, master_pinned(hostvars, master))
 
 
 def _known_keys(hostvars: Mapping[str, Any], nodes: Nodes, pinned: Sequence[str]) -> dict[str, list[str]]:
@@ -376,16 +385,15 @@ def bad_host_keys(hostvars: Mapping[str, Any], nodes: Nodes) -> list[str]:
     ]
 
 
-def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any) -> dict[str, list[str]]:
+def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any, master: str) -> dict[str, list[str]]:
     """What tasks/pins.yml decides, from one pass over every node's pinned lines:
     ``{"changed": changed(...), "keyless": keyless(...), "known_hosts": known_hosts(...),
     "bad_host_keys": bad_host_keys(...)}``.
     The same for every node: the role works it out once per run (run_once), and every node writes the
     same known_hosts lines, so the pin set costs one pass over the cluster instead of one per node."""
-    pinned = all_pinned(hostvars, [str(node["name"]) for node in nodes])
-    known = _known_keys(hostvars, nodes, pinned)
+    known = _known_keys(hostvars, nodes, master_pinned(hostvars, master))
     return {
-        "changed": _changed(hostvars, nodes, pinned),
+        "changed": _changed(hostvars, nodes, all_pinned(hostvars, [str(node["name"]) for node in nodes])),
         "keyless": _keyless(known),
         "known_hosts": known_hosts(nodes, known, port),
         "bad_host_keys": bad_host_keys(hostvars, nodes),

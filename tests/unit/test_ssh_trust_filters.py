@@ -60,7 +60,7 @@ def decisions(case: dict[str, Any], host: str) -> dict[str, Any]:
         "__ssh_trust_failures": f.failures(rows, owners, names),
         "__ssh_trust_matrix": f.matrix(rows, names, owners, inp["ssh_trust_port"]),
         "known_hosts_hosts": [f.known_host([n["name"], n["address"]], inp["ssh_trust_port"]) for n in nodes],
-        "keyless": f.keyless(hostvars, nodes),
+        "keyless": f.keyless(hostvars, nodes, inp["ssh_trust_master"]),
         "unresolved": f.unresolved(inp["resolved"]),
         "changed": f.changed(hostvars, nodes),
         "own_failures": f.failures(rows, owners, names, host),
@@ -198,7 +198,7 @@ def test_a_host_key_file_with_a_second_line_pins_no_wildcard_and_is_refused():
         "node-a": read_node({f"{HOST_KEY_DIR}/ssh_host_ed25519_key.pub": f"{ED_A} root@a\n"}),
         "node-b": read_node({f"{HOST_KEY_DIR}/ssh_host_rsa_key.pub": f"{RSA_B} root@b\n", PLANTED: planted}),
     }
-    found = f.pins(hostvars, PAIR, 12345)
+    found = f.pins(hostvars, PAIR, 12345, "node-a")
     lines = "\n".join(found["known_hosts"]).split("\n")
     assert lines == [f"[node-a]:12345,[192.0.2.10]:12345 {ED_A}", f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}"]
     assert found["bad_host_keys"] == [f"node-b: {PLANTED} holds 2 lines, not one key on one line"]
@@ -316,7 +316,7 @@ def test_a_pinned_line_without_one_known_key_is_not_read_and_never_written_again
         "node-b": {},  # left out of the run (--limit)
     }
     assert hostvars["node-a"]["__ssh_trust_pinned_lines"] == [f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}"]
-    assert f.pins(hostvars, PAIR, 12345)["known_hosts"] == [
+    assert f.pins(hostvars, PAIR, 12345, "node-a")["known_hosts"] == [
         f"[node-a]:12345,[192.0.2.10]:12345 {ED_A}",
         f"[node-b]:12345,[192.0.2.11]:12345 {RSA_B}",
     ]
@@ -430,7 +430,8 @@ def test_keyless_names_the_nodes_without_host_keys():
         "a": {"__ssh_trust_host_keys": ["ssh-ed25519 A"], "__ssh_trust_pinned_lines": []},
         "b": {"__ssh_trust_host_keys": [], "__ssh_trust_pinned_lines": []},
     }
-    assert f.keyless(hostvars, [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "10.0.0.2"}]) == ["b"]
+    nodes = [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "10.0.0.2"}]
+    assert f.keyless(hostvars, nodes, "a") == ["b"]
 
 
 # A run on the master and a new worker (--limit) while the other workers train: those were not read.
@@ -453,19 +454,69 @@ LIMITED = {
 
 
 def test_a_node_left_out_of_the_run_keeps_the_key_pinned_for_it():
-    assert f.known_keys(LIMITED, LIMITED_NODES) == {
+    assert f.known_keys(LIMITED, LIMITED_NODES, "master") == {
         "master": ["ssh-ed25519 M"],
         "worker1": ["ssh-ed25519 W1"],
         "new": ["ssh-ed25519 N"],
     }
-    assert f.keyless(LIMITED, LIMITED_NODES) == []
+    assert f.keyless(LIMITED, LIMITED_NODES, "master") == []
     # Not read, so not compared: its pin is kept, not reported as changed.
     assert f.changed(LIMITED, LIMITED_NODES) == []
 
 
 def test_a_node_left_out_that_nobody_pins_is_keyless():
     hostvars = {**LIMITED, "master": {**LIMITED["master"], "__ssh_trust_pinned_lines": []}}
-    assert f.keyless(hostvars, LIMITED_NODES) == ["worker1"]
+    assert f.keyless(hostvars, LIMITED_NODES, "master") == ["worker1"]
+
+
+EVIL, EVIL_RSA = key("ssh-ed25519", "evil"), key("ssh-rsa", "evil")
+
+
+def test_a_workers_pin_for_a_node_left_out_is_pinned_nowhere():
+    """Root on the worker `new` writes its own known_hosts: a key for worker2, which the master does not
+    pin, and a second key for worker1, which it does. Neither reaches the lines every node writes."""
+    nodes = [*LIMITED_NODES, {"name": "worker2", "address": "10.0.0.3"}]
+    hostvars = {
+        **LIMITED,
+        "new": {**LIMITED["new"], "__ssh_trust_pinned_lines": [f"worker2 {EVIL}", f"[10.0.0.2]:12345 {EVIL_RSA}"]},
+        "worker2": {},  # left out of the run (--limit)
+    }
+    assert f.known_keys(hostvars, nodes, "master") == {
+        "master": ["ssh-ed25519 M"],
+        "worker1": ["ssh-ed25519 W1"],
+        "new": ["ssh-ed25519 N"],
+        "worker2": [],
+    }
+    found = f.pins(hostvars, nodes, 12345, "master")
+    assert found["keyless"] == f.keyless(hostvars, nodes, "master") == ["worker2"]
+    assert found["known_hosts"] == [
+        "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 M",
+        "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 W1",
+        "[new]:12345,[10.0.0.9]:12345 ssh-ed25519 N",
+    ]
+
+
+def test_the_masters_pin_for_a_node_left_out_is_kept_whatever_the_workers_pin():
+    """A worker of the run that lost its known_hosts, or pins another key: the master's pin is kept, in
+    the one set of lines every node of the run writes."""
+    for pinned in ([], [f"worker1 {EVIL}"]):
+        hostvars = {**LIMITED, "new": {**LIMITED["new"], "__ssh_trust_pinned_lines": pinned}}
+        found = f.pins(hostvars, LIMITED_NODES, 12345, "master")
+        assert "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 W1" in found["known_hosts"]
+        assert f.known_keys(hostvars, LIMITED_NODES, "master")["worker1"] == ["ssh-ed25519 W1"]
+        assert found["keyless"] == []
+
+
+def test_a_run_that_did_not_read_the_master_keeps_no_pins_for_nodes_left_out():
+    """The master unreachable in a play without any_errors_fatal: a worker still pins worker1, but
+    nothing is kept, and the master and worker1 are named (the role stops) instead."""
+    hostvars = {
+        **LIMITED,
+        "master": {},
+        "new": {**LIMITED["new"], "__ssh_trust_pinned_lines": ["[10.0.0.2]:12345 ssh-ed25519 W1"]},
+    }
+    assert f.master_pinned(hostvars, "master") == []
+    assert f.keyless(hostvars, LIMITED_NODES, "master") == ["master", "worker1"]
 
 
 def test_a_node_of_the_run_with_a_new_key_is_still_changed():
@@ -496,11 +547,12 @@ def test_known_host_pattern_for_the_port(hosts, port, field):
 def test_pins_is_the_three_decisions_in_one_pass(case):
     inp = case["inputs"]
     hostvars, nodes, port = inp["hostvars"], inp["ssh_trust_nodes"], inp["ssh_trust_port"]
-    found = f.pins(hostvars, nodes, port)
+    master = inp["ssh_trust_master"]
+    found = f.pins(hostvars, nodes, port, master)
     assert found == {
         "changed": f.changed(hostvars, nodes),
-        "keyless": f.keyless(hostvars, nodes),
-        "known_hosts": f.known_hosts(nodes, f.known_keys(hostvars, nodes), port),
+        "keyless": f.keyless(hostvars, nodes, master),
+        "known_hosts": f.known_hosts(nodes, f.known_keys(hostvars, nodes, master), port),
         "bad_host_keys": f.bad_host_keys(hostvars, nodes),
     }
     assert found["bad_host_keys"] == []
@@ -892,13 +944,17 @@ def test_a_host_whose_own_setting_is_bad_is_stopped(tmp_path):
 REFUSAL = "Refuse host key files that are not one public key each"
 
 
-def run_pins(tmp_path: Path, files: dict[str, dict[str, str]]) -> subprocess.CompletedProcess[str]:
+def run_pins(
+    tmp_path: Path, files: dict[str, dict[str, str]], left_out: int = 0, after: list[dict[str, Any]] | None = None
+) -> subprocess.CompletedProcess[str]:
     """tasks/read.yml's keeping of what it read and tasks/pins.yml on local hosts h1-h3, each with the
-    host key files `files` gives it, as the role's one read command lists them."""
+    host key files `files` gives it, as the role's one read command lists them; `left_out` more nodes
+    (h4, ...) in the inventory and the node list that --limit leaves out; `after`: tasks run after."""
     tasks = [
         role_task("assert.yml", "Read the node list once for the whole play"),
         role_task("read.yml", "Keep what was read for the other nodes"),
         *yaml.safe_load((REPO / "roles/ssh_trust/tasks/pins.yml").read_text()),
+        *(after or []),
     ]
     play = {
         "name": "ssh_trust's pins",
@@ -907,15 +963,17 @@ def run_pins(tmp_path: Path, files: dict[str, dict[str, str]]) -> subprocess.Com
         "vars_files": [str(REPO / "roles/ssh_trust/vars/main.yml")],
         "tasks": tasks,
     }
-    inventory = input_check_inventory(CHECKED_NODES)
+    extra = [{"name": f"h{i}", "address": f"192.0.2.{i}"} for i in range(4, 4 + left_out)]
+    inventory = input_check_inventory([*CHECKED_NODES, *extra])
     for name, host_vars in inventory["all"]["hosts"].items():
         listing = "".join(f"@@ {path}\n{b64(text)}\n" for path, text in files[name].items())
         host_vars["__ssh_trust_listing"] = {"stdout": listing}
+    inventory["all"]["hosts"].update({node["name"]: {"ansible_connection": "local"} for node in extra})
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play], sort_keys=False))
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
     return subprocess.run(
-        ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "--limit", "h1,h2,h3"],
         cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -946,6 +1004,38 @@ def test_sound_host_key_files_pass_on_every_host(tmp_path):
     run = run_pins(tmp_path, own_host_keys())
     assert run.returncode == 0, run.stdout[-4000:]
     assert task_lines(run.stdout, REFUSAL) == ["ok: [h1]", "ok: [h2]", "ok: [h3]"]
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_workers_known_hosts_pins_nothing_for_the_nodes_left_out_through_the_roles_tasks(tmp_path):
+    """--limit h1,h2,h3 leaves h4 and h5 out; the master h1 pins h5. Root on the worker h2 writes keys
+    for both into h2's known_hosts: every host of the run keeps the master's key for h5 and none for h4,
+    and the role stops on every host, naming h4 and the master."""
+    port_field = "[{0}]:12345,[192.0.2.{1}]:12345"
+    h5 = key("ssh-ed25519", "h5")
+    files = own_host_keys()
+    files["h1"][f"{SSH_DIR}/known_hosts"] = f"{port_field.format('h5', 5)} {h5}\n"
+    files["h2"][f"{SSH_DIR}/known_hosts"] = "".join(
+        f"{port_field.format(name, i)} {evil}\n" for name, i in (("h4", 4), ("h5", 5)) for evil in (EVIL, EVIL_RSA)
+    )
+    write = {
+        "name": "Write what was decided",
+        "ansible.builtin.copy": {
+            "dest": f"{tmp_path}/{{{{ inventory_hostname }}}}.json",
+            "mode": "0600",
+            "content": "{{ {'known_hosts': __ssh_trust_known_hosts, 'keyless': __ssh_trust_keyless} | to_json }}",
+        },
+    }
+    check = role_task("main.yml", "Check that every node has container host keys")
+    run = run_pins(tmp_path, files, left_out=2, after=[write, check])
+    own = [f"{port_field.format(f'h{i}', i)} {key('ssh-ed25519', f'h{i}')}" for i in (1, 2, 3)]
+    for name in ("h1", "h2", "h3"):
+        decided = json.loads((tmp_path / f"{name}.json").read_text())
+        assert decided == {"known_hosts": [*own, f"{port_field.format('h5', 5)} {h5}"], "keyless": ["h4"]}, name
+    assert not (tmp_path / "h4.json").exists()
+    lines = task_lines(run.stdout, check["name"])
+    assert [line[:12] for line in lines] == ["fatal: [h1]:", "fatal: [h2]:", "fatal: [h3]:"], run.stdout[-4000:]
+    assert "h4 has no host key" in run.stdout and "the master h1 does not" in " ".join(run.stdout.split())
 
 
 def read_command_tree(tmp_path: Path) -> tuple[list[str], Path, Path]:
