@@ -145,8 +145,9 @@ RESERVED_ARGS = {
 # root runs it in the container that holds the cluster's key. Programs that run the script named by
 # their first word that is not an option:
 INTERPRETER_RE = re.compile(r"(python|pypy)[0-9.]*|(ba|da|z)?sh")
-# Variables of horovod_launch_env whose components name code every rank loads.
-CODE_PATH_VARS = ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH")
+# Variables of horovod_launch_env whose components name code every rank loads (PATH and LD_PRELOAD are
+# refused whatever they hold: RESERVED_ENV).
+CODE_PATH_VARS = ("PYTHONPATH", "LD_LIBRARY_PATH")
 
 # Names horovod_launch_env may not set, by group, with why and the fix: each rank loads the environment
 # after horovodrun set its own, so these would change how ranks are reached, loaded or told apart. A

@@ -326,8 +326,6 @@ BAD = [
     ),
     ({"env": {"PYTHONPATH": f"/opt/lib:{SHARE}/lib"}}, "env", "PYTHONPATH names a directory or file on the share"),
     ({"env": {"LD_LIBRARY_PATH": f"{SHARE}/lib"}}, "env", "LD_LIBRARY_PATH names a directory or file on the"),
-    ({"env": {"LD_PRELOAD": f"/opt/a.so {SHARE}/b.so"}}, "env", "LD_PRELOAD names a directory or file"),
-    ({"env": {"PATH": f"{SHARE}/bin:/usr/bin"}}, "env", "PATH names a directory or file on the share"),
     ({"allow_share_code": "maybe"}, "allow_share_code", "'maybe' is not true or false"),
 ]
 
