@@ -20,7 +20,7 @@ EXAMPLE ?=
 HOROVOD_EXAMPLES ?=
 
 # make test runs each scenario's CI set; make test-all (MNH_TESTS=all) adds the long fault and
-# operations tests the scenarios mark as such, and runs every scenario on Debian 13 too (README "Tests").
+# operations tests the scenarios mark as such, and runs every scenario on Debian 13 too (CONTRIBUTING.md).
 MNH_TESTS ?=
 export MNH_TESTS
 # The Debian release of the test hosts (images, lab machines, UML instances): bookworm or trixie.
@@ -65,10 +65,10 @@ $(CACHE)/collections/ansible_collections/multinode/horovod:
 
 venv: $(VENV)/.stamp $(CACHE)/collections/ansible_collections/multinode/horovod ## Python toolchain + link this checkout as multinode.horovod
 
-images: prepare venv ## Build every image recipe under images/ (cached by recipe hash; CPU Horovod ~7 min cold)
+images: prepare venv ## Build every image recipe under images/ (cached by recipe hash; the CPU Horovod image takes minutes)
 	$(PYTHON) tools/images.py --save
 
-lint: venv ## ansible-lint (production profile), yamllint, ruff
+lint: venv ## yamllint, ansible-lint (production profile), ruff check and format, changelog lint
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
 	$(BIN)/ruff check .
@@ -85,7 +85,7 @@ test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule sce
 	@echo "make test finished; make test-all adds the long fault and operations tests (MNH_TESTS=all)"
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
-# every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; README "Tests").
+# every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
 test-all: lint unit ## make test, the long fault and operations tests, the lab's scale-out, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \

@@ -23,7 +23,7 @@ Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
 Each of the last three playbooks starts with the gate's play for partial runs, as every run of the site
 does: its `hosts:` templates one of the collection's filters in ansible-playbook's main process, so the
 workers forked for every host and task find the collection's filter files loaded (without it each worker
-that templates one loads them all again, about 25 ms per host and task here, which the site never pays).
+that templates one loads them all again, a cost per host and task that the site never pays).
 
 The N nodes of the last three are inventory names with `ansible_connection: local`: the tasks are
 controller-side (set_fact, templates), so nothing connects anywhere. Printed, not asserted: the time per

@@ -29,7 +29,7 @@ apt over https. It is ``--extra-ca-bundle``, else ``MNH_EXTRA_CA_BUNDLE`` when t
 none), else this machine's own bundle ``/etc/ssl/certs/ca-certificates.crt`` when it has one, so the
 images trust what the host trusts, whoever calls this tool (``make``, Molecule or a person).
 
-A build says how far it is while it runs (the CPU Horovod image takes about 13 minutes on a fresh
+A build says how far it is while it runs (the CPU Horovod image takes many minutes on a fresh
 machine): one line per Dockerfile step as the builder starts it (the classic builder's ``Step 3/9 :``
 and BuildKit's plain ``#7 [3/9]`` alike) and per debootstrap phase, each with the time since the build
 began, and a line every minute while a step runs on. The builder's whole output goes to a log file,

@@ -26,7 +26,7 @@ ending rc 0, a next run on four machines, then the site without it and no node p
 
 ``bench`` runs playbooks/benchmark.yml on the lab as it is (``make lab`` first) with a sweep up to
 16 MiB and a small synthetic model, and prints the report's table; the report stays in
-``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (README "Benchmark" shows one).
+``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (docs/measurements.md shows one).
 
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
 ``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.

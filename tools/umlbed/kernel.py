@@ -42,7 +42,7 @@ def kernel_version(modules_root: Path) -> str:
 # later). They hand PTRACE_SETREGSET a fixed-size XSAVE buffer, the host kernel wants exactly its
 # own XSAVE size (larger with AMX's tile data) and answers EFAULT: the console says "userspace -
 # ptrace set fp regs failed, errno = 14" and init dies ("Attempted to kill init! exitcode=0x0000000b").
-# Debian unstable's kernel (7.2 when this was written) sizes the buffer from the host and boots on
+# Debian unstable's kernel sizes the buffer from the host and boots on
 # these machines as on older ones. It is linked against a newer glibc than bookworm's, so it runs
 # with the glibc of its own suite: both packages come through apt from Debian's mirror (InRelease
 # signature against Debian's archive keyring, then each file's hash), are unpacked under the cache,
