@@ -43,7 +43,9 @@ prepare: ## Install the host packages the test beds need and start dockerd when 
 # (like the images, cached by what goes into it), and $(VENV) links there: a fresh clone on the
 # same machine reuses it in a second. VENV_CACHE= (empty) builds it in $(VENV) itself.
 # $(call build_venv,DIR): a virtualenv in DIR with requirements.txt installed.
-build_venv = { $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install -q -r requirements.txt; }
+# pip's own lines, and a heartbeat while it installs (tools/progress.py): a fresh build takes minutes.
+pip_progress = $(PYTHON) tools/progress.py run pip -- $(1)/bin/pip install --progress-bar off --disable-pip-version-check
+build_venv = { $(PYTHON) -m venv $(1) && $(call pip_progress,$(1)) --upgrade pip && $(call pip_progress,$(1)) -r requirements.txt; }
 $(VENV)/.stamp: requirements.txt
 	@if [ -z "$(VENV_CACHE)" ]; then \
 	  if [ -L $(VENV) ]; then rm -f $(VENV); fi; \

@@ -32,8 +32,9 @@ images trust what the host trusts, whoever calls this tool (``make``, Molecule o
 A build says how far it is while it runs (the CPU Horovod image takes many minutes on a fresh
 machine): one line per Dockerfile step as the builder starts it (the classic builder's ``Step 3/9 :``
 and BuildKit's plain ``#7 [3/9]`` alike) and per debootstrap phase, each with the time since the build
-began, and a line every minute while a step runs on. The builder's whole output goes to a log file,
-whose last lines are shown when the build fails. Plain text, no colours: readable in a CI log.
+began, and every 20 seconds while a step runs on, the last line the builder printed (pip's and apt's
+progress). The builder's whole output goes to a log file, whose last lines are shown when the build
+fails. Plain text, no colours: readable in a CI log.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+import progress  # tools/progress.py: how far a long command is
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPES = REPO / "images"
@@ -70,9 +72,7 @@ STEP_RES = (
     re.compile(r"^Step (\d+)/(\d+) : (.*)$"),
     re.compile(r"^#\d+ \[(?:\S+ )?(\d+)/(\d+)\] (.*)$"),
 )
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-HEARTBEAT_S = 60.0
-STEP_WIDTH = 100
+HEARTBEAT_S = progress.HEARTBEAT_S
 
 
 def log(msg: str) -> None:
@@ -190,33 +190,20 @@ def image_with_hash(want: str) -> str | None:
     return found[0] if found else None
 
 
-def elapsed(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-def plain(line: str) -> str:
-    """A line of builder output without colours, cursor moves or trailing blanks."""
-    return ANSI_RE.sub("", line).replace("\r", "").rstrip()
-
-
 def build_step(line: str) -> str | None:
     """``step 3/9 RUN ...`` when the line starts a Dockerfile step, else None."""
-    line = plain(line)
+    line = progress.plain(line)
     for step_re in STEP_RES:
         match = step_re.match(line)
         if match:
             number, total, what = match.groups()
-            what = " ".join(what.split())
-            if len(what) > STEP_WIDTH:
-                what = what[: STEP_WIDTH - 3] + "..."
-            return f"step {number}/{total} {what}"
+            return f"step {number}/{total} {progress.shortened(what)}"
     return None
 
 
 def debootstrap_phase(line: str) -> str | None:
     """The phase of an ``I: <Phase> ...`` line of debootstrap (Retrieving, Extracting, Unpacking, ...)."""
-    line = plain(line)
+    line = progress.plain(line)
     return line[3:].split()[0].rstrip(".:") if line.startswith("I: ") and len(line) > 3 else None
 
 
@@ -228,51 +215,18 @@ def run_with_progress(
     *,
     stderr: int | None = subprocess.STDOUT,
     env: Mapping[str, str] | None = None,
-    heartbeat: float | None = None,
 ) -> int:
-    """Run argv with its output in log_file and say how far it is: one line per new milestone (what
-    ``milestone`` makes of an output line), and one every ``heartbeat`` seconds (HEARTBEAT_S) without
-    one. Returns the exit status."""
-    heartbeat = HEARTBEAT_S if heartbeat is None else heartbeat
-    start = time.monotonic()
-    seen: set[str] = set()
-    state = {"last": start, "at": ""}
-    lock = threading.Lock()
-
-    def say(text: str) -> None:
-        with lock:
-            state["last"] = time.monotonic()
-            log(f"{label}: {text} ({elapsed(state['last'] - start)})")
-
-    with log_file.open("w", encoding="utf-8", errors="replace") as out:
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=None if env is None else dict(env),
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
-        assert proc.stdout is not None
-
-        def read() -> None:
-            for line in proc.stdout:
-                out.write(line)
-                out.flush()
-                found = milestone(line)
-                if found and found not in seen:
-                    seen.add(found)
-                    state["at"] = found
-                    say(found)
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        while reader.is_alive():
-            reader.join(timeout=min(1.0, heartbeat))
-            if reader.is_alive() and time.monotonic() - state["last"] >= heartbeat:
-                say("still running" + (f", at {state['at']}" if state["at"] else ""))
-        return proc.wait()
+    """Run argv with its output in log_file, saying how far it is (tools/progress.py): each new
+    milestone, and every HEARTBEAT_S seconds without one the last line the builder printed."""
+    return progress.watch(
+        argv,
+        lambda text: log(f"{label}: {text}"),
+        log_file=log_file,
+        milestone=milestone,
+        heartbeat=HEARTBEAT_S,
+        env=env,
+        stderr=stderr,
+    )
 
 
 def build_base(want: str, source: str, release: str) -> None:

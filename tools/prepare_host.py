@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import progress  # tools/progress.py: how far a long command is
+
 # command that proves the package is there -> Debian package that provides it
 NEEDED: dict[str, str] = {
     "dockerd": "docker.io",
@@ -50,13 +52,11 @@ def install_missing() -> None:
         raise SystemExit(f"prepare-host: missing packages {' '.join(missing)}; run as root or install them")
     log(f"installing {' '.join(missing)} from the Debian mirror")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
+    for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]):
+        # apt's own lines (Get:, Unpacking, Setting up), and a heartbeat while one step runs on.
+        rc = progress.watch(argv, lambda text: log(f"apt: {text}"), env=env)
+        if rc != 0:
+            raise SystemExit(f"prepare-host: {' '.join(argv)} failed (rc {rc})")
 
 
 def docker_answers() -> bool:

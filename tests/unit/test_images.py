@@ -14,6 +14,7 @@ from checkout import load
 
 
 def load_images_module():
+    load("tools/progress.py", "progress")  # images.py imports it as its sibling
     return load("tools/images.py", "mnh_images")
 
 
@@ -166,7 +167,7 @@ def test_a_step_line_of_either_builder_becomes_one_short_plain_line():
     assert images.build_step("#9 [build 2/4] COPY . /src\n") == "step 2/4 COPY . /src"
     assert images.build_step("\x1b[1m\x1b[34mStep 1/2 : FROM x\x1b[0m\r\n") == "step 1/2 FROM x"
     long = images.build_step("Step 1/1 : RUN " + "x" * 300)
-    assert long.startswith("step 1/1 RUN x") and long.endswith("...") and len(long) <= 9 + images.STEP_WIDTH
+    assert long.startswith("step 1/1 RUN x") and long.endswith("...") and len(long) <= 9 + images.progress.SHOWN_WIDTH
     for other in ("#7 0.345 Get:1 http://deb.debian.org", " ---> Running in 1234", "#7 DONE 12.3s", ""):
         assert images.build_step(other) is None
 
@@ -231,7 +232,11 @@ def test_a_long_step_says_it_is_still_running(images, tmp_path, monkeypatch, cap
     images.build_recipe("child", "abc123", b"", "bookworm")
     lines = progress_lines(capsys.readouterr().out)
     still = [line for line in lines if "still running" in line]
-    assert still and all(line == "[images] child: still running, at step 3/3 RUN pip install horovod" for line in still)
+    expected = (
+        "[images] child: still running, at step 3/3 RUN pip install horovod; "
+        "last output: Step 3/3 : RUN pip install horovod"
+    )
+    assert still and all(line == expected for line in still)
     assert lines.index(still[0]) > lines.index("[images] child: step 3/3 RUN pip install horovod")
 
 

@@ -52,6 +52,7 @@ def stray_vars_files(role_dir: Path, platforms: dict[str, list[str]]) -> list[st
 
 
 def test_the_tested_list_is_what_the_test_images_run():
+    load("tools/progress.py", "progress")  # images.py imports it as its sibling
     images = load("tools/images.py", "mnh_images_meta")
     umlbed_debian = load("tools/umlbed/debian.py", "mnh_umlbed_debian_meta")
     assert list(images.RELEASES) == TESTED["Debian"]
