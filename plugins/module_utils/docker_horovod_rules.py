@@ -123,20 +123,10 @@ def check_shm_size(values: Values) -> Problems:
     if size_bytes(value) is not None and isinstance(value, (str, int)):
         return []
     if docker_size(value) == 0:
-        return [
-            (
-                "docker_horovod_shm_size",
-                f"{plain(value)!r} is zero bytes; give a size of at least one byte, a whole number with an "
-                "optional unit b, k, m, g or t (for example 16g or 1536m)",
-            )
-        ]
-    return [
-        (
-            "docker_horovod_shm_size",
-            f"{plain(value)!r} is not a size Docker can parse; use a whole number above 0 with an optional unit "
-            "b, k, m, g or t (for example 16g or 1536m)",
-        )
-    ]
+        problem = "is zero bytes; give a size of at least one byte, a whole number with an optional unit"
+    else:
+        problem = "is not a size Docker can parse; use a whole number above 0 with an optional unit"
+    return [("docker_horovod_shm_size", f"{plain(value)!r} {problem} b, k, m, g or t (for example 16g or 1536m)")]
 
 
 def check_container_name(values: Values) -> Problems:
@@ -165,16 +155,13 @@ def check_image_archive_checksum(values: Values) -> Problems:
     shape = _shaped(variable, value, SHA256_RE, "a sha256 checksum", fix)
     if shape:
         return shape
-    if value and not values["docker_horovod_image_archive"]:
-        return [
-            (
-                variable,
-                f"{value!r} is set but docker_horovod_image_archive is empty: only an archive is checked "
-                "(a pulled image is verified by its registry); set docker_horovod_image_archive, or leave "
-                "the checksum empty",
-            )
-        ]
-    return []
+    if not value or values["docker_horovod_image_archive"]:
+        return []
+    problem = (
+        "is set but docker_horovod_image_archive is empty: only an archive is checked (a pulled image is verified "
+        "by its registry); set docker_horovod_image_archive, or leave the checksum empty"
+    )
+    return [(variable, f"{value!r} {problem}")]
 
 
 def check_image_load_timeout(values: Values) -> Problems:
@@ -197,13 +184,8 @@ def check_share_mounts(values: Values) -> Problems:
         if problem:
             found.append((variable, f"item {number}: {problem}"))
         elif root is not None and not is_inside(item, root):
-            found.append(
-                (
-                    variable,
-                    f"item {number} ({item!r}) is not the share root {root!r} or below it, so the container "
-                    f"does not see it; {fix}",
-                )
-            )
+            problem = f"is not the share root {root!r} or below it, so the container does not see it; {fix}"
+            found.append((variable, f"item {number} ({item!r}) {problem}"))
     return found
 
 
@@ -400,11 +382,11 @@ def check_restart_policy(values: Values) -> Problems:
     value = values["docker_horovod_restart_policy"]
     if isinstance(value, str) and value in RESTART_POLICIES:
         return []
+    fix = "bring the container and its sshd back after a reboot (no and on-failure do not)"
     return [
         (
             "docker_horovod_restart_policy",
-            f"{plain(value)!r} is not allowed; use unless-stopped or always, the Docker restart policies that "
-            "bring the container and its sshd back after a reboot (no and on-failure do not)",
+            f"{plain(value)!r} is not allowed; use unless-stopped or always, the Docker restart policies that {fix}",
         )
     ]
 

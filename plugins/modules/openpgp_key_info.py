@@ -8,7 +8,11 @@ from __future__ import annotations
 import hashlib
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import KeyFileError, primary_keys
+from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import (
+    KeyFileError,
+    normalise_fingerprint,
+    primary_keys,
+)
 
 DOCUMENTATION = r"""
 module: openpgp_key_info
@@ -26,6 +30,12 @@ options:
     description: Absolute path of the key file on the managed node.
     type: path
     required: true
+  fingerprint:
+    description:
+      - The fingerprint the file must hold alone, as people write it (spaces and case do not matter);
+        RV(matches) tells whether it does.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -35,6 +45,7 @@ EXAMPLES = r"""
 - name: Read the fingerprint of the downloaded key
   multinode.horovod.openpgp_key_info:
     path: /run/multinode-horovod/nvidia.asc
+    fingerprint: C95B 321B 61E8 8C18 09C4  F759 DDCA E044 F796 ECB0
   register: key
 """
 
@@ -61,11 +72,36 @@ sha256:
   description: The sha256 of the file.
   returned: success
   type: str
+pinned:
+  description: O(fingerprint) in the form of RV(fingerprints) (upper-case hex, no spaces), or V("").
+  returned: success
+  type: str
+matches:
+  description: Whether the file holds exactly one primary key, the one of O(fingerprint).
+  returned: success
+  type: bool
 """
 
 
+def describe(data: bytes, fingerprint: str = "") -> dict:
+    """The keys in `data` (RETURN), and whether they are exactly the key of `fingerprint`."""
+    keys = primary_keys(data)
+    fingerprints = [key["fingerprint"] for key in keys]
+    pinned = normalise_fingerprint(fingerprint)
+    return {
+        "keys": keys,
+        "fingerprints": fingerprints,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "pinned": pinned,
+        "matches": bool(pinned) and fingerprints == [pinned],
+    }
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True}}, supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec={"path": {"type": "path", "required": True}, "fingerprint": {"type": "str", "default": ""}},
+        supports_check_mode=True,
+    )
     path = module.params["path"]
     try:
         with open(path, "rb") as handle:
@@ -73,15 +109,10 @@ def main() -> None:
     except OSError as exc:
         module.fail_json(msg=f"cannot read {path}: {exc}")
     try:
-        keys = primary_keys(data)
+        result = describe(data, module.params["fingerprint"])
     except (KeyFileError, IndexError) as exc:
         module.fail_json(msg=f"{path} is not an OpenPGP public key file: {exc}")
-    module.exit_json(
-        changed=False,
-        keys=keys,
-        fingerprints=[key["fingerprint"] for key in keys],
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter import docker_horovod
 from ansible_collections.multinode.horovod.plugins.filter import horovod_run as f
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
@@ -207,7 +208,9 @@ def test_extra_idle_patterns_and_docker_top_output():
 
 def test_the_definition_is_the_same_for_docker_horovods_job_guard():
     top = "PID COMMAND\n" + "".join(f"{p['pid']} {p['args']}\n" for p in IDLE_TOP) + "42 python3 train.py\n"
-    assert docker_horovod.job_processes(top, []) == f.job_processes(top) == ["42 python3 train.py"]
+    assert f.job_processes(top) == ["42 python3 train.py"]  # docker top output, as the guard reads it
+    guard = (Path(__file__).resolve().parents[2] / "roles/docker_horovod/tasks/job_guard.yml").read_text()
+    assert "| multinode.horovod.job_processes(docker_horovod_idle_process_patterns)" in guard
 
 
 def test_values_of_assignments_are_hidden():

@@ -15,7 +15,7 @@ import pytest
 from checkout import load
 
 m = load("plugins/modules/image_archive_info.py", "image_archive_info")
-f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters_archive")
+f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters_archive").FilterModule().filters()
 
 A, B = "a" * 64, "b" * 64
 
@@ -120,7 +120,7 @@ def one(tags: list[str], sha: str = "") -> dict[str, Any]:
     ],
 )
 def test_archive_problem(result: dict[str, Any], image: str, checksum: str, fragment: str) -> None:
-    problem = f.archive_problem(result, image=image, path="/data1/share/h.tar", checksum=checksum)
+    problem = f["docker_horovod_archive_problem"](result, image=image, path="/data1/share/h.tar", checksum=checksum)
     if fragment:
         assert fragment in problem and problem.startswith("/data1/share/h.tar ")
     else:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.multinode.horovod.plugins.filter.openpgp import FilterModule as OpenPgpFilters
 from ansible_collections.multinode.horovod.plugins.module_utils import openpgp
+from checkout import load
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BOOKWORM_AUTOMATIC = "B8B80B5B623EAB6AD8775C45B7C5D7D6350947F8"
@@ -53,8 +53,18 @@ def test_what_is_not_a_key_file_is_refused(data, problem):
         openpgp.primary_keys(data)
 
 
-def test_the_filter_is_the_normaliser():
-    assert OpenPgpFilters().filters()["openpgp_fingerprint"] is openpgp.normalise_fingerprint
+key_info = load("plugins/modules/openpgp_key_info.py", "openpgp_key_info")
+
+
+def test_the_module_matches_the_key_against_the_pin_as_people_write_it():
+    data = (FIXTURES / "debian-bookworm-automatic.asc").read_bytes()
+    spaced = " ".join(BOOKWORM_AUTOMATIC[i : i + 4] for i in range(0, 40, 4)).lower()
+    read = key_info.describe(data, spaced)
+    assert (read["fingerprints"], read["pinned"], read["matches"]) == ([BOOKWORM_AUTOMATIC], BOOKWORM_AUTOMATIC, True)
+    assert not key_info.describe(data, TWO_KEYS[0])["matches"]
+    assert not key_info.describe(data)["matches"]
+    # A keyring that holds the pinned key and another one is not the pinned key.
+    assert not key_info.describe((FIXTURES / "debian-bookworm-two-keys.gpg").read_bytes(), TWO_KEYS[0])["matches"]
 
 
 def test_fingerprints_as_people_write_them_are_normalised():

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from checkout import COLLECTIONS, load
+from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 TWO_GPUS = "GPU 0: NVIDIA H200 (UUID: GPU-0)\nGPU 1: NVIDIA H200 (UUID: GPU-1)\n"
@@ -103,7 +103,7 @@ def tools(tmp_path: Path, smi: str) -> Path:
     return bin_dir
 
 
-def test_the_probe_reads_the_gpu_tools_in_its_one_command(tmp_path):
+def test_the_probe_reads_the_gpu_tools(tmp_path):
     out = run(tmp_path, path=tools(tmp_path, f"printf '{TWO_GPUS}'"))
     assert out.startswith("rc=0"), out
     assert "node-a: 2 slot(s) (2 GPU(s) found)" in out
@@ -115,26 +115,3 @@ def test_the_probe_quotes_nvidia_smi_when_the_driver_does_not_see_the_gpus(tmp_p
     assert not out.startswith("rc=0"), out
     assert "node-a has 2 NVIDIA GPU(s) on the PCI bus but nvidia-smi lists none" in out
     assert "(NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.)" in out
-
-
-def test_the_probe_lists_the_artifact_directory_for_the_storage_check(tmp_path):
-    """The probe's command (its argv from probe_node.yml, run here) prints the artifact directory as the
-    "## MODE USER:GROUP PATH" line that tasks/check_shared_path.yml reads (listed_in_place) before it
-    creates the directory; nothing when it is not there. The other sections stay as they were."""
-    listing = load("plugins/filter/listing.py", "listing_for_probe")
-    cluster = load("plugins/filter/cluster.py", "cluster_for_probe")
-    task = yaml.safe_load((REPO / "playbooks/tasks/probe_node.yml").read_text())[0]
-    argv = task["ansible.builtin.command"]["argv"]
-    assert argv[3:] == ["probe", "{{ __horovod_ssh_port }}", "{{ __horovod_artifact_dir }}"]
-    artifacts = tmp_path / "artifacts"
-    artifacts.mkdir()
-    artifacts.chmod(0o755)
-    out = subprocess.run([*argv[:4], "12345", str(artifacts)], capture_output=True, text=True, check=True).stdout
-    user, group = artifacts.owner(), artifacts.group()
-    assert listing.listed_in_place(out, str(artifacts), "0755", owner=user, group=group)
-    assert sorted(cluster.cluster_probe_sections(out)) == ["artifacts", "lspci", "nvidia-smi", "ss"]
-    artifacts.chmod(0o775)
-    out = subprocess.run([*argv[:4], "12345", str(artifacts)], capture_output=True, text=True, check=True).stdout
-    assert not listing.listed_in_place(out, str(artifacts), "0755", owner=user, group=group)
-    out = subprocess.run([*argv[:4], "12345", str(tmp_path / "none")], capture_output=True, text=True, check=True)
-    assert "## " not in out.stdout
