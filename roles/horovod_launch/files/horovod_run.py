@@ -318,7 +318,10 @@ def up(run_dir: str, np: int, wait: float, ssh: list[str], addresses: list[str])
 
 
 def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
-    """End every process of the run on every node, then wait (grace + 10 s at most) for its rc."""
+    """End every process of the run on every node, then wait (grace + 10 s at most) for its rc.
+
+    ``clean`` tells whether nothing of the run is left and its rc is recorded; ``problem`` says what is
+    wrong otherwise, ``summary`` what was ended on each host."""
     source = own_source()
     hosts = [local_stop(run_dir, grace)]
     for address in _others(addresses):
@@ -329,7 +332,30 @@ def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> di
     deadline = time.monotonic() + grace + 10
     while not rc_file.exists() and launcher_running(run_dir) and time.monotonic() < deadline:
         time.sleep(TICK)
-    return {"hosts": hosts, "rc": _int(rc_file), "launcher_running": launcher_running(run_dir)}
+    rc, running = _int(rc_file), launcher_running(run_dir)
+    where = []
+    for host in hosts:
+        if "error" in host:
+            where.append(f"{host.get('address', host['host'])}: {host['error']}")
+        elif host["left"]:
+            where.append(f"{host.get('address', host['host'])}: still running: {'; '.join(host['left'])}")  # type: ignore[arg-type]
+        else:
+            where.append(f"{host.get('address', host['host'])}: ended")
+    ended = [
+        f"{host['host']}: {len(host['terminated'])} processes ended"  # type: ignore[arg-type]
+        + (f", {len(host['killed'])} killed after {grace:g} s" if host["killed"] else "")  # type: ignore[arg-type]
+        for host in hosts
+        if "error" not in host
+    ]
+    return {
+        "hosts": hosts,
+        "rc": rc,
+        "launcher_running": running,
+        "clean": rc is not None and all("error" not in host and not host["left"] for host in hosts),
+        "problem": f"{'; '.join(where)}; exit status {'not recorded' if rc is None else rc} "
+        f"(launcher still running: {running})",
+        "summary": "; ".join(ended),
+    }
 
 
 def main(argv: list[str]) -> int:
