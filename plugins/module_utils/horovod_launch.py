@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -41,7 +42,7 @@ PLAN_KEYS = tuple(
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
     "name code_commit code_version example_sha256 example_path image runs_dir nics ssh_port identity_file "
-    "start_timeout verbose timeout tail_lines".split()
+    "start_timeout verbose timeout poll_interval tail_lines".split()
 )
 
 
@@ -192,6 +193,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
     name = str(given["name"] or run_id({**the_plan["definition"], "code": code, "image": given["image"]}))
     run_dir = f"{given['runs_dir']}/{name}"
     output_dir = f"{the_plan['share_dir']}/outputs/{name}" if the_plan["elastic"] else f"{run_dir}/output"
+    timeout = int(given["timeout"])
     bundled = ["python3", str(given["example_path"]), "--output-dir", output_dir, *the_plan["example_args"]]
     command = the_plan["command"] or bundled
     if the_plan["code_repo"]:
@@ -208,7 +210,10 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         "env_file": ENV_FILE.format(name=name),
         "code_commit": str(given["code_commit"] or "") if the_plan["code_repo"] else "",
         "code_line": code_line,
-        "timeout": int(given["timeout"]),
+        "timeout": timeout,
+        # Polls of one round of the wait (tasks/wait.yml): the run stops itself after its timeout (+60 s to
+        # kill it), so a little longer; without a timeout, an hour, and the wait includes itself again.
+        "polls": math.ceil((timeout + 120 if timeout > 0 else 3600) / int(given["poll_interval"])) + 1,
         "tail_lines": int(given["tail_lines"]),
         "start_timeout": int(given["start_timeout"]),
         **{key: the_plan[key] for key in ("np", "h", "hosts", "rank_hosts", "workdir", "elastic")},

@@ -48,6 +48,7 @@ GIVEN = {
     "start_timeout": 60,
     "verbose": False,
     "timeout": 0,
+    "poll_interval": 15,
     "tail_lines": 40,
 }
 COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
@@ -287,6 +288,11 @@ def test_interfaces_verbose_extra_args_then_the_command():
         "/t",
         "train",
     ]
+
+
+@pytest.mark.parametrize(("timeout", "interval", "polls"), [(0, 15, 241), (0, "7", 516), (600, 10, 73), (1, 60, 4)])
+def test_the_polls_cover_the_time_limit_and_its_kill_or_an_hour(timeout, interval, polls):
+    assert run_of(timeout=timeout, poll_interval=interval)["polls"] == polls
 
 
 def test_the_run_needs_every_given_value():
