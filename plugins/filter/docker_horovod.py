@@ -10,6 +10,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.module_utils import docker_horovod_values as values
+from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
 
 def _filter(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -25,6 +26,13 @@ def _filter(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def job_processes(processes: Any, idle_patterns: Any = ()) -> list[str]:
+    """``PID ARGS`` of the running jobs among `processes` (``docker top -o pid,args`` output or the
+    probe's ``[{pid, args}]``): the collection's one definition, plugins/module_utils/jobs.py."""
+    listed = jobs.parse_top(processes) if isinstance(processes, str) else processes or []
+    return jobs.jobs(listed, idle_patterns or [])
+
+
 class FilterModule:
     """multinode.horovod.docker_horovod_* filters."""
 
@@ -36,4 +44,5 @@ class FilterModule:
             "docker_horovod_daemon_plan": _filter(values.daemon_plan),
             "docker_horovod_pip_missing": _filter(values.pip_missing),
             "docker_horovod_pip_plan": values.pip_plan,
+            "job_processes": _filter(job_processes),
         }

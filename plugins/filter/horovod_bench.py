@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter.horovod_run import _plain
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as bench
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import plain as _plain
 
 
 def bench_settings(given: Mapping[str, Any]) -> dict[str, Any]:

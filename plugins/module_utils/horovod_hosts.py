@@ -1,17 +1,18 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What a Horovod host list is: ``[{name, address, slots}, ...]``, and every way one can be wrong.
+"""A Horovod host list, ``[{name, address, slots}, ...]``: every way one can be wrong, and what horovodrun
+is given from it (``-H``, a host file, the host of each rank).
 
-``name`` is the inventory name, ``address`` what the other nodes use to reach it (it goes into
-``horovodrun -H``), ``slots`` the number of processes it runs. Pure code, shared by the filters of
-plugins/filter/horovod_hosts.py and horovod_launch's input rules (horovod_launch_rules.py), so a bad
-list is described the same way everywhere.
+``name`` is the inventory name, ``address`` what the other nodes reach it by, ``slots`` the number of
+processes it runs. Shared by horovod_launch's input rules and its filters, so a bad list is described
+the same way everywhere.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive
 
@@ -73,3 +74,44 @@ def host_errors(hosts: object) -> list[str]:
                 "set it to the number of processes to run there (usually its GPU count, 1 without GPUs)"
             )
     return errors
+
+
+def allocate(hosts: object, np: object = None) -> list[tuple[Mapping[str, Any], int]]:
+    """The hosts that get processes and how many, filled in list order as horovodrun assigns ranks.
+
+    horovodrun's Gloo launcher starts one process per slot of ``-H`` whatever ``-np`` says, so a run of
+    fewer processes than slots must be given exactly ``np`` slots. Raises ValueError on a bad list or np.
+    """
+    errors = host_errors(hosts)
+    if errors:
+        raise ValueError("invalid Horovod host list: " + "; ".join(errors))
+    valid: list[Mapping[str, Any]] = list(hosts)  # type: ignore[call-overload]
+    total = sum(slot_count(h["slots"]) or 0 for h in valid)
+    wanted = total if np is None else positive(np) or 0
+    if not 1 <= wanted <= total:
+        raise ValueError(f"np must be a whole number from 1 to the {total} slots of the hosts, got {np!r}")
+    plan = []
+    for host in valid:
+        take = min(slot_count(host["slots"]) or 0, wanted)
+        if take:
+            plan.append((host, take))
+        wanted -= take
+    return plan
+
+
+def hosts_arg(hosts: object, np: object = None) -> str:
+    """The value of ``horovodrun -H``: ``address:slots`` pairs joined by commas, trimmed to ``np``."""
+    return ",".join(f"{h['address']}:{n}" for h, n in allocate(hosts, np))
+
+
+def hostfile(hosts: object, key: str = "address", np: object = None) -> str:
+    """The text of a ``horovodrun --hostfile`` (and mpirun) host file: ``host slots=N`` lines, the host
+    being each entry's `key` (address or name)."""
+    if key not in ("address", "name"):
+        raise ValueError(f"key must be address or name, got {key!r}")
+    return "".join(f"{h[key]} slots={n}\n" for h, n in allocate(hosts, np))
+
+
+def rank_hosts(hosts: object, np: object = None) -> list[str]:
+    """The name of the host each rank runs on, by rank, as horovodrun assigns them."""
+    return [str(h["name"]) for h, n in allocate(hosts, np) for _ in range(n)]

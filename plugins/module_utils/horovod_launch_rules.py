@@ -58,87 +58,61 @@ ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir
 # (--ssh-p for --ssh-port) and a one-letter option's value glued on (-p22), so the reserved options
 # below are found through this list, not by their names alone.
 HOROVODRUN_OPTIONS: dict[str, int] = {
-    **dict.fromkeys(("-h", "--help", "-v", "--version", "-cb", "--check-build", "--disable-cache"), 0),
-    **dict.fromkeys(("-np", "--num-proc", "--start-timeout", "--output-filename", "--config-file"), 1),
-    "--network-interfaces": 1,
-    "--network-interface": 1,
-    "--verbose": 0,
-    **dict.fromkeys(("-p", "--ssh-port", "-i", "--ssh-identity-file"), 1),
-    **dict.fromkeys(("--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity"), 1),
-    **dict.fromkeys(
+    option: count
+    for count, options in (
+        (0, "-h --help -v --version -cb --check-build --disable-cache"),
+        (1, "-np --num-proc --start-timeout --output-filename --config-file --network-interfaces --network-interface"),
+        (0, "--verbose"),
+        (1, "-p --ssh-port -i --ssh-identity-file --fusion-threshold-mb --cycle-time-ms --cache-capacity"),
         (
-            "--hierarchical-allreduce",
-            "--no-hierarchical-allreduce",
-            "--hierarchical-allgather",
-            "--no-hierarchical-allgather",
-            "--torus-allreduce",
-            "--no-torus-allreduce",
-            "--autotune",
+            0,
+            "--hierarchical-allreduce --no-hierarchical-allreduce --hierarchical-allgather "
+            "--no-hierarchical-allgather --torus-allreduce --no-torus-allreduce --autotune "
             "--no-autotune",
         ),
-        0,
-    ),
-    **dict.fromkeys(
         (
-            "--autotune-log-file",
-            "--autotune-warmup-samples",
-            "--autotune-steps-per-sample",
-            "--autotune-bayes-opt-max-samples",
-            "--autotune-gaussian-process-noise",
+            1,
+            "--autotune-log-file --autotune-warmup-samples --autotune-steps-per-sample "
+            "--autotune-bayes-opt-max-samples --autotune-gaussian-process-noise --min-np "
+            "--min-num-proc --max-np --max-num-proc --slots-per-host --elastic-timeout --reset-limit",
         ),
-        1,
-    ),
-    **dict.fromkeys(("--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--slots-per-host"), 1),
-    **dict.fromkeys(("--elastic-timeout", "--reset-limit"), 1),
-    "--blacklist-cooldown-range": 2,
-    "--timeline-filename": 1,
-    **dict.fromkeys(("--timeline-mark-cycles", "--no-timeline-mark-cycles", "--no-stall-check", "--stall-check"), 0),
-    **dict.fromkeys(("--stall-check-warning-time-seconds", "--stall-check-shutdown-time-seconds"), 1),
-    **dict.fromkeys(("--mpi-threads-disable", "--no-mpi-threads-disable", "--tcp"), 0),
-    **dict.fromkeys(("--mpi-args", "--binding-args", "--num-nccl-streams", "--thread-affinity"), 1),
-    **dict.fromkeys(("--gloo-timeout-seconds", "--log-level"), 1),
-    **dict.fromkeys(
+        (2, "--blacklist-cooldown-range"),
+        (1, "--timeline-filename"),
+        (0, "--timeline-mark-cycles --no-timeline-mark-cycles --no-stall-check --stall-check"),
+        (1, "--stall-check-warning-time-seconds --stall-check-shutdown-time-seconds"),
+        (0, "--mpi-threads-disable --no-mpi-threads-disable --tcp"),
+        (1, "--mpi-args --binding-args --num-nccl-streams --thread-affinity --gloo-timeout-seconds --log-level"),
         (
-            "--log-with-timestamp",
-            "--log-without-timestamp",
-            "-prefix-timestamp",
-            "--prefix-output-with-timestamp",
-            "--log-hide-timestamp",
-            "--no-log-hide-timestamp",
+            0,
+            "--log-with-timestamp --log-without-timestamp -prefix-timestamp "
+            "--prefix-output-with-timestamp --log-hide-timestamp --no-log-hide-timestamp",
         ),
-        0,
-    ),
-    **dict.fromkeys(("-H", "--hosts", "-hostfile", "--hostfile", "--host-discovery-script"), 1),
-    **dict.fromkeys(("--gloo", "--mpi", "--jsrun"), 0),
+        (1, "-H --hosts -hostfile --hostfile --host-discovery-script"),
+        (0, "--gloo --mpi --jsrun"),
+    )
+    for option in options.split()
 }
 # A YAML file that can set every option, the reserved ones included.
 CONFIG_FILE = "--config-file"
 # horovodrun options this role sets from its own variables.
 RESERVED_ARGS = {
-    "-np": f"{P}np",
-    "--num-proc": f"{P}np",
-    "-H": f"{P}hosts",
-    "--hosts": f"{P}hosts",
-    "-hostfile": f"{P}hosts",
-    "--hostfile": f"{P}hosts",
-    "-p": f"{P}ssh_port",
-    "--ssh-port": f"{P}ssh_port",
-    "-i": f"{P}ssh_identity_file",
-    "--ssh-identity-file": f"{P}ssh_identity_file",
-    "--start-timeout": f"{P}start_timeout",
-    "--gloo": f"{P}controller",
-    "--mpi": f"{P}controller",
-    "--network-interfaces": f"{P}network_interfaces",
-    "--network-interface": f"{P}network_interfaces",
-    "--output-filename": f"{P}runs_dir and {P}run_name",
-    "--verbose": f"{P}verbose",
-    "--min-np": f"{P}min_np",
-    "--min-num-proc": f"{P}min_np",
-    "--max-np": f"{P}max_np",
-    "--max-num-proc": f"{P}max_np",
-    "--host-discovery-script": f"{P}elastic",
-    "--blacklist-cooldown-range": f"{P}elastic_cooldown",
-    "--slots-per-host": f"{P}hosts",
+    option: f"{P}{variable}"
+    for variable, options in (
+        ("np", "-np --num-proc"),
+        ("hosts", "-H --hosts -hostfile --hostfile --slots-per-host"),
+        ("ssh_port", "-p --ssh-port"),
+        ("ssh_identity_file", "-i --ssh-identity-file"),
+        ("start_timeout", "--start-timeout"),
+        ("controller", "--gloo --mpi"),
+        ("network_interfaces", "--network-interfaces --network-interface"),
+        ("runs_dir and horovod_launch_run_name", "--output-filename"),
+        ("verbose", "--verbose"),
+        ("min_np", "--min-np --min-num-proc"),
+        ("max_np", "--max-np --max-num-proc"),
+        ("elastic", "--host-discovery-script"),
+        ("elastic_cooldown", "--blacklist-cooldown-range"),
+    )
+    for option in options.split()
 }
 # Root on any worker may change the share (no_root_squash), so what every rank executes must not come
 # from it (docs/architecture.md, "What every node executes, only the master writes"): the master's

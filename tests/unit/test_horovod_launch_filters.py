@@ -1,152 +1,19 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/filter/horovod_launch.py: the processes of a run and horovodrun's command line."""
+"""horovod_launch's decisions (plugins/module_utils/horovod_launch.py) and its filters: the plan of a run,
+its name and horovodrun's command line, the report of how it went, and the pin of its code."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter import horovod_launch as f
-from ansible_collections.multinode.horovod.plugins.filter import horovod_run
+from ansible_collections.multinode.horovod.plugins.filter.horovod_launch import FilterModule
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch as m
 
-PLUGIN = Path(f.__file__)
 HOSTS = [
     {"name": "master", "address": "10.0.0.1", "slots": 4},
     {"name": "w1", "address": "10.0.0.2", "slots": "2"},
 ]
-RUN = {
-    "np": 6,
-    "hosts": "10.0.0.1:4,10.0.0.2:2",
-    "elastic": False,
-    "min_np": 4,
-    "max_np": 6,
-    "cooldown": [10, 300],
-    "discovery_script": "/data1/artifacts/runs/r1/discover-hosts.py",
-    "ssh_port": 12345,
-    "identity_file": "/root/.ssh/id_ed25519",
-    "start_timeout": 60,
-    "controller": "gloo",
-    "nics": [],
-    "run_dir": "/data1/artifacts/runs/r1",
-    "rank_env": "",
-    "verbose": False,
-    "extra_args": [],
-    "command": ["python3", "train.py", "--epochs", 3],
-}
-COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
-
-
-@pytest.mark.parametrize(
-    ("np", "min_np", "max_np", "expected"),
-    [
-        (0, 0, 0, {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),
-        ("0", "0", "0", {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),  # from -e
-        (3, 0, 0, {"total_slots": 6, "np": 3, "min_np": 3, "max_np": 6}),  # min_np at most np
-        (2, 1, 5, {"total_slots": 6, "np": 2, "min_np": 1, "max_np": 5}),
-    ],
-)
-def test_counts(np, min_np, max_np, expected):
-    assert f.counts(HOSTS, np, min_np, max_np) == expected
-
-
-@pytest.mark.parametrize(
-    ("hosts", "np"),
-    [([], 0), ([{"name": "a", "address": "a", "slots": 0}], 0), (HOSTS, -1), (HOSTS, "all"), (["a"], 0)],
-)
-def test_counts_refuse_what_the_rules_refuse(hosts, np):
-    with pytest.raises(AnsibleFilterError, match="horovod_launch_counts"):
-        f.counts(hosts, np)
-
-
-def test_a_run_on_a_host_list():
-    assert f.horovodrun_argv(RUN) == [
-        "horovodrun",
-        "-np",
-        "6",
-        "-H",
-        "10.0.0.1:4,10.0.0.2:2",
-        *COMMON,
-        "--output-filename",
-        "/data1/artifacts/runs/r1",
-        "python3",
-        "train.py",
-        "--epochs",
-        "3",
-    ]
-
-
-def test_an_elastic_run_has_its_discovery_script_and_bounds_instead_of_h():
-    argv = f.horovodrun_argv({**RUN, "elastic": True, "min_np": 2, "cooldown": [1, 5]})
-    assert "-H" not in argv
-    assert argv[:13] == [
-        "horovodrun",
-        "-np",
-        "6",
-        "--min-np",
-        "2",
-        "--max-np",
-        "6",
-        "--host-discovery-script",
-        RUN["discovery_script"],
-        "--blacklist-cooldown-range",
-        "1",
-        "5",
-        "-p",
-    ]
-
-
-def test_one_process_has_no_rank_logs():
-    argv = f.horovodrun_argv({**RUN, "np": 1})
-    assert "--output-filename" not in argv
-    assert argv[:5] == ["horovodrun", "-np", "1", "-H", RUN["hosts"]]
-
-
-def test_interfaces_verbose_extra_args_then_the_command():
-    argv = f.horovodrun_argv(
-        {
-            **RUN,
-            "nics": ["eth0", "ib0"],
-            "verbose": True,
-            "controller": "mpi",
-            "extra_args": ["--timeline-filename", "/t"],
-        }
-    )
-    tail = argv[argv.index("--mpi") :]
-    assert tail == [
-        "--mpi",
-        "--network-interfaces",
-        "eth0,ib0",
-        "--output-filename",
-        RUN["run_dir"],
-        "--verbose",
-        "--timeline-filename",
-        "/t",
-        "python3",
-        "train.py",
-        "--epochs",
-        "3",
-    ]
-
-
-def test_a_run_with_an_environment_starts_every_rank_through_its_loader():
-    # horovodrun puts its own environment on each rank's command line: the run's environment is not in
-    # it, each rank loads it from a root-only file through the run's rank-env.sh.
-    argv = f.horovodrun_argv({**RUN, "rank_env": "/data1/artifacts/runs/r1/rank-env.sh"})
-    assert argv[-6:] == ["sh", "/data1/artifacts/runs/r1/rank-env.sh", "python3", "train.py", "--epochs", "3"]
-    assert f.horovodrun_argv(RUN)[-4:] == ["python3", "train.py", "--epochs", "3"]
-
-
-def test_every_key_is_required():
-    for key in f.ARGV_KEYS:
-        run = {k: v for k, v in RUN.items() if k != key}
-        with pytest.raises(AnsibleFilterError, match=f"missing {key}"):
-            f.horovodrun_argv(run)
-    with pytest.raises(AnsibleFilterError, match="expects a mapping"):
-        f.horovodrun_argv(["horovodrun"])
-
-
 PLAN_INPUTS = {
     "hosts": HOSTS,
     "np": 0,
@@ -167,10 +34,72 @@ PLAN_INPUTS = {
     "image_ids": {"master": "sha256:aa", "w1": "sha256:aa"},
     "master": "master",
 }
+GIVEN = {
+    "name": "r1",
+    "code_commit": "",
+    "code_version": "",
+    "example_sha256": "e" * 64,
+    "example_path": "/data1/artifacts/examples/horovod_train_example.py",
+    "image": "sha256:aa",
+    "runs_dir": "/data1/artifacts/runs",
+    "nics": [],
+    "ssh_port": 12345,
+    "identity_file": "/root/.ssh/id_ed25519",
+    "start_timeout": 60,
+    "verbose": False,
+    "timeout": 0,
+    "poll_interval": 15,
+    "tail_lines": 40,
+}
+COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
+RUN_DIR = "/data1/artifacts/runs/r1"
+
+
+def run_of(inputs: dict | None = None, **given: object) -> dict:
+    return m.run(m.plan({**PLAN_INPUTS, **(inputs or {})}), {**GIVEN, **given})
+
+
+def test_the_filters_tasks_call():
+    assert set(FilterModule().filters()) == {
+        "horovod_launch_plan",
+        "horovod_launch_run",
+        "horovod_launch_report",
+        "horovod_run_status",
+        "horovod_code_ref",
+        "horovod_preflight",
+        "horovod_hostfile",
+    }
+
+
+def test_a_filter_names_itself_in_its_error():
+    with pytest.raises(AnsibleFilterError, match="plan: horovod_launch_plan: missing hosts"):
+        FilterModule().filters()["horovod_launch_plan"]({})
+
+
+@pytest.mark.parametrize(
+    ("np", "min_np", "max_np", "expected"),
+    [
+        (0, 0, 0, {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),
+        ("0", "0", "0", {"total_slots": 6, "np": 6, "min_np": 4, "max_np": 6}),  # from -e
+        (3, 0, 0, {"total_slots": 6, "np": 3, "min_np": 3, "max_np": 6}),  # min_np at most np
+        (2, 1, 5, {"total_slots": 6, "np": 2, "min_np": 1, "max_np": 5}),
+    ],
+)
+def test_counts(np, min_np, max_np, expected):
+    assert m.counts(HOSTS, np, min_np, max_np) == expected
+
+
+@pytest.mark.parametrize(
+    ("hosts", "np"),
+    [([], 0), ([{"name": "a", "address": "a", "slots": 0}], 0), (HOSTS, -1), (HOSTS, "all"), (["a"], 0)],
+)
+def test_counts_refuse_what_the_rules_refuse(hosts, np):
+    with pytest.raises(ValueError, match=r"host list|np must"):
+        m.counts(hosts, np)
 
 
 def test_the_plan_of_a_run_from_the_inputs():
-    plan = f.plan(PLAN_INPUTS)
+    plan = m.plan(PLAN_INPUTS)
     assert {key: plan[key] for key in ("total_slots", "np", "min_np", "max_np")} == {
         "total_slots": 6,
         "np": 6,
@@ -181,6 +110,14 @@ def test_the_plan_of_a_run_from_the_inputs():
     assert plan["rank_hosts"] == ["master"] * 4 + ["w1"] * 2
     assert plan["workdir"] == "/data1/artifacts"
     assert plan["other_image_ids"] == {"w1": "sha256:aa"}
+    assert plan["probe_args"] == [
+        "--path=/data1/share",
+        "--share-marker=/data1/share",
+        "--path=/data1/artifacts",
+        "--share-marker=/data1/artifacts",
+        "--host=master=10.0.0.1",
+        "--host=w1=10.0.0.2",
+    ]
     # The environment's names only: its values may be secrets.
     assert plan["definition"] == {
         "command": ["(bundled example)", "--epochs", "3"],
@@ -194,55 +131,338 @@ def test_the_plan_of_a_run_from_the_inputs():
 
 
 def test_the_working_directory_is_the_given_one_else_the_checkout_else_the_artifact_directory():
-    assert f.plan({**PLAN_INPUTS, "code_repo": "/data1/src/train.git"})["workdir"] == "/data1/artifacts/code"
-    assert f.plan({**PLAN_INPUTS, "code_repo": "/r.git", "workdir": "/data1/share/w"})["workdir"] == "/data1/share/w"
+    assert m.plan({**PLAN_INPUTS, "code_repo": "/data1/src/train.git"})["workdir"] == "/data1/artifacts/code"
+    assert m.plan({**PLAN_INPUTS, "code_repo": "/r.git", "workdir": "/data1/share/w"})["workdir"] == "/data1/share/w"
     # A command of one's own starts where only the master writes, not on the share root on a worker may change.
-    assert f.plan({**PLAN_INPUTS, "command": ["python3", "train.py"]})["workdir"] == "/data1/artifacts"
+    assert m.plan({**PLAN_INPUTS, "command": ["python3", "train.py"]})["workdir"] == "/data1/artifacts"
     # Without an artifact directory only the share is left (the role's rules refuse it unless asked for).
-    assert f.plan({**PLAN_INPUTS, "artifact_dir": ""})["workdir"] == "/data1/share"
+    assert m.plan({**PLAN_INPUTS, "artifact_dir": ""})["workdir"] == "/data1/share"
 
 
 def test_a_given_command_and_np_in_the_plan():
-    plan = f.plan({**PLAN_INPUTS, "command": ["python3", "train.py"], "np": "3"})
+    plan = m.plan({**PLAN_INPUTS, "command": ["python3", "train.py"], "np": "3"})
     assert plan["np"] == 3 and plan["rank_hosts"] == ["master"] * 3
     assert plan["h"] == "10.0.0.1:3"
     assert plan["definition"]["command"] == ["python3", "train.py"]
 
 
 def test_only_an_elastic_runs_definition_holds_its_bounds():
-    assert "elastic" not in f.plan({**PLAN_INPUTS, "elastic": "no"})["definition"]
-    plan = f.plan({**PLAN_INPUTS, "elastic": "true", "min_np": 2, "elastic_cooldown": ["5", 60]})
+    assert "elastic" not in m.plan({**PLAN_INPUTS, "elastic": "no"})["definition"]
+    plan = m.plan({**PLAN_INPUTS, "elastic": "true", "min_np": 2, "elastic_cooldown": ["5", 60]})
     assert plan["definition"]["elastic"] == {"min_np": 2, "max_np": 6, "cooldown": [5, 60]}
 
 
-def test_the_run_name_is_the_one_the_role_made_before_the_plan():
-    # What vars/main.yml's __horovod_launch_definition gave for these inputs before it became this filter,
-    # completed as tasks/run.yml completes it: an upgrade must find its runs again, not train twice.
-    run_id = horovod_run.run_id
-    before = {
+def test_the_plan_needs_every_input():
+    for key in m.PLAN_KEYS:
+        with pytest.raises(ValueError, match=f"missing {key}"):
+            m.plan({k: v for k, v in PLAN_INPUTS.items() if k != key})
+    with pytest.raises(ValueError, match="expects a mapping"):
+        m.plan([])
+
+
+def test_the_default_run_name_is_what_it_was():
+    # The names the role gave these runs before: an upgrade must find its runs again, not train twice.
+    definition = {
         "command": ["(bundled example)", "--epochs", "3"],
         "code": "c0de",
         "hosts": "10.0.0.1:4,10.0.0.2:2",
         "np": 6,
         "image": "sha256:aa",
         "env_names": ["WANDB_API_KEY", "NCCL_DEBUG"],
-        "workdir": "/data1/share",
+        "workdir": "/data1/artifacts",
         "controller": "gloo",
         "extra_args": [],
     }
-    # The same working directory as then (the share: the default working directory is the artifact
-    # directory now, which is a new run, once).
-    inputs = {**PLAN_INPUTS, "artifact_dir": ""}
-    now = {**f.plan(inputs)["definition"], "code": "c0de", "image": "sha256:aa"}
-    assert run_id(now) == run_id(before)
-    elastic = {**f.plan({**inputs, "elastic": True})["definition"], "code": "c0de", "image": "sha256:aa"}
-    assert run_id(elastic) == run_id({**before, "elastic": {"min_np": 4, "max_np": 6, "cooldown": [10, 300]}})
-    assert run_id(elastic) != run_id(now)
+    assert m.run_id(definition) == "run-25209ede92bb"
+    assert m.run_id({**definition, "elastic": {"min_np": 4, "max_np": 6, "cooldown": [10, 300]}}) == "run-356556e435a8"
+    assert m.run_id({**definition, "command": ["python3", "train.py", "--epochs", 3]}) == "run-995590cf202f"
+    # As the role makes it: the plan's definition, the bundled example's hash as the code, the image.
+    named = run_of(name="", example_sha256="c0de")
+    assert named["name"] == "run-25209ede92bb" and named["dir"] == "/data1/artifacts/runs/run-25209ede92bb"
+    assert run_of({"elastic": True}, name="", example_sha256="c0de")["name"] == "run-356556e435a8"
 
 
-def test_the_plan_needs_every_input():
-    for key in f.PLAN_KEYS:
-        with pytest.raises(AnsibleFilterError, match=f"missing {key}"):
-            f.plan({k: v for k, v in PLAN_INPUTS.items() if k != key})
-    with pytest.raises(AnsibleFilterError, match="expects a mapping"):
-        f.plan([])
+def test_run_id_compares_env_names_as_a_set_and_takes_no_other_key():
+    base = m.plan(PLAN_INPUTS)["definition"] | {"code": "", "image": "i"}
+    assert m.run_id(base) == m.run_id({**base, "env_names": ["WANDB_API_KEY", "NCCL_DEBUG", "NCCL_DEBUG"]})
+    with pytest.raises(ValueError, match="missing image; unknown extra"):
+        m.run_id({**{k: v for k, v in base.items() if k != "image"}, "extra": 1})
+
+
+@pytest.mark.parametrize(
+    ("inputs", "given"),
+    [
+        ({"command": ["python3", "x.py"]}, {}),
+        ({}, {"example_sha256": "f" * 64}),
+        ({}, {"image": "sha256:bb"}),
+        ({"np": 5}, {}),
+        ({"env": {"X": "1"}}, {}),
+        ({"extra_args": ["--verbose"]}, {}),
+        ({"code_repo": "/r.git"}, {"code_commit": "1" * 40}),
+    ],
+)
+def test_each_part_of_what_defines_a_run_changes_its_default_name(inputs, given):
+    assert run_of(inputs, **{**given, "name": ""})["name"] != run_of(name="")["name"]
+
+
+def test_the_code_of_a_checkout_is_its_commit_and_a_command_of_ones_own_has_none():
+    repo = {"code_repo": "/r.git"}
+    assert (
+        run_of(repo, name="", code_commit="1" * 40)["name"]
+        == run_of(repo, name="", code_commit="1" * 40, example_sha256="other")["name"]
+    )
+    own = {"command": ["python3", "x.py"]}
+    assert run_of(own, name="", example_sha256="a")["name"] == run_of(own, name="", example_sha256="b")["name"]
+
+
+def test_a_run_of_the_bundled_example_on_a_host_list():
+    run = run_of()
+    assert run["command"] == ["python3", GIVEN["example_path"], "--output-dir", f"{RUN_DIR}/output", "--epochs", "3"]
+    assert run["output_dir"] == f"{RUN_DIR}/output"
+    assert run["env_file"] == "/root/.horovod-launch-r1.env"
+    assert run["argv"] == [
+        "horovodrun",
+        "-np",
+        "6",
+        "-H",
+        "10.0.0.1:4,10.0.0.2:2",
+        *COMMON,
+        "--output-filename",
+        RUN_DIR,
+        "sh",
+        f"{RUN_DIR}/rank-env.sh",
+        *run["command"],
+    ]
+
+
+def test_a_run_without_an_environment_runs_its_command_itself():
+    # horovodrun puts its own environment on each rank's command line: a run's environment is not in it,
+    # each rank loads it from a root-only file through the run's rank-env.sh (above).
+    run = run_of({"env": {}, "command": ["python3", "train.py", "--epochs", 3]})
+    assert run["rank_env"] == "" and run["output_dir"] == ""
+    assert run["argv"][-4:] == ["python3", "train.py", "--epochs", "3"]
+
+
+def test_an_elastic_run_has_its_discovery_script_and_bounds_instead_of_h():
+    run = run_of({"elastic": True, "min_np": 2, "elastic_cooldown": [1, 5]})
+    assert "-H" not in run["argv"]
+    assert run["argv"][:13] == [
+        "horovodrun",
+        "-np",
+        "6",
+        "--min-np",
+        "2",
+        "--max-np",
+        "6",
+        "--host-discovery-script",
+        f"{RUN_DIR}/discover-hosts.py",
+        "--blacklist-cooldown-range",
+        "1",
+        "5",
+        "-p",
+    ]
+    # Rank 0 may run on any host: the example's output goes to the share, which every node writes.
+    assert run["output_dir"] == "/data1/share/outputs/r1"
+
+
+def test_one_process_has_no_rank_logs():
+    argv = run_of({"np": 1})["argv"]
+    assert "--output-filename" not in argv
+    assert argv[:5] == ["horovodrun", "-np", "1", "-H", "10.0.0.1:1"]
+
+
+def test_interfaces_verbose_extra_args_then_the_command():
+    run = run_of(
+        {"controller": "mpi", "extra_args": ["--timeline-filename", "/t"], "env": {}, "command": ["train"]},
+        nics=["eth0", "ib0"],
+        verbose="true",
+    )
+    assert run["argv"][run["argv"].index("--mpi") :] == [
+        "--mpi",
+        "--network-interfaces",
+        "eth0,ib0",
+        "--output-filename",
+        RUN_DIR,
+        "--verbose",
+        "--timeline-filename",
+        "/t",
+        "train",
+    ]
+
+
+@pytest.mark.parametrize(("timeout", "interval", "polls"), [(0, 15, 241), (0, "7", 516), (600, 10, 73), (1, 60, 4)])
+def test_the_polls_cover_the_time_limit_and_its_kill_or_an_hour(timeout, interval, polls):
+    assert run_of(timeout=timeout, poll_interval=interval)["polls"] == polls
+
+
+def test_the_run_needs_every_given_value():
+    for key in m.RUN_KEYS:
+        with pytest.raises(ValueError, match=f"missing {key}"):
+            m.run(m.plan(PLAN_INPUTS), {k: v for k, v in GIVEN.items() if k != key})
+
+
+def end(rc: int, **more: object) -> dict:
+    return {"ended": True, "rc": rc, "duration_s": 93, "end_seen_after_s": 0.25, "stopped": False, "line": "", **more}
+
+
+INFO = {
+    "elastic": False,
+    "host_sets": [],
+    "failed_rank": None,
+    "failed_exit_code": None,
+    "launcher_tail": "",
+    "rank_output": "",
+}
+
+
+def test_the_report_of_a_run_that_succeeded():
+    report = m.report(run_of(), True, end=end(0), info=INFO)
+    assert report["problem"] == "" and report["failure"] == ""
+    result = report["result"]
+    assert {k: result[k] for k in ("state", "rc", "succeeded", "stopped", "timed_out", "duration_s")} == {
+        "state": "finished",
+        "rc": 0,
+        "succeeded": True,
+        "stopped": False,
+        "timed_out": False,
+        "duration_s": 93,
+    }
+    assert result["end_seen_after_s"] == 0.25 and result["rank_logs"] == [
+        f"{RUN_DIR}/rank.N/stdout",
+        f"{RUN_DIR}/rank.N/stderr",
+    ]
+    assert result["output_dir"] == f"{RUN_DIR}/output" and result["failed_rank"] is None
+    assert report["lines"] == [
+        "Run r1: succeeded, rc 0, after 93 s (its end seen 0.25 s after it)",
+        "np 6 on master, w1 (-H 10.0.0.1:4,10.0.0.2:2)",
+        f"command: python3 {GIVEN['example_path']} --output-dir {RUN_DIR}/output --epochs 3 (in /data1/artifacts)",
+        "not elastic",
+        f"logs: {RUN_DIR}/launcher.log, {RUN_DIR}/rank.<N>/{{stdout,stderr}}",
+        "code: /data1/artifacts",
+    ]
+
+
+def test_the_report_names_the_rank_that_failed_first_with_its_host_and_output():
+    info = {**INFO, "failed_rank": 5, "failed_exit_code": 1, "rank_output": "==> x/stdout <==\nboom"}
+    report = m.report(run_of(), False, end=end(1), info=info)
+    assert report["result"]["failed_host"] == "w1" and report["result"]["state"] == "failed"
+    assert report["lines"][0] == "Run r1: failed, rc 1, after 93 s (started earlier, not again)"
+    assert report["failure"] == (
+        "Run r1 failed: horovodrun exited with rc 1; rank 5 (on w1) failed first with exit code 1.\n"
+        f"Last lines of rank 5's output:\n==> x/stdout <==\nboom\nAll logs: {RUN_DIR}"
+    )
+
+
+def test_without_a_named_rank_the_report_shows_the_launchers_output():
+    report = m.report(run_of(), True, end=end(2), info={**INFO, "launcher_tail": "cannot enter"})
+    assert report["failure"] == (
+        f"Run r1 failed: horovodrun exited with rc 2.\nLast lines of {RUN_DIR}/launcher.log:\ncannot enter\n"
+        f"All logs: {RUN_DIR}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("timeout", "rc", "stopped", "verdict", "how"),
+    [
+        (600, 124, False, "stopped by the timeout", "was stopped after horovod_launch_timeout (600 s)"),
+        (0, 124, False, "failed", "failed"),
+        (0, 143, True, "stopped (playbooks/stop.yml)", "was stopped by playbooks/stop.yml (horovod_launch_rerun"),
+    ],
+)
+def test_a_run_stopped_by_its_time_limit_or_by_stop_says_so(timeout, rc, stopped, verdict, how):
+    report = m.report(run_of(timeout=timeout), True, end=end(rc, stopped=stopped), info=INFO)
+    assert report["lines"][0].startswith(f"Run r1: {verdict}, rc {rc}")
+    assert report["failure"].startswith(f"Run r1 {how}")
+    assert report["result"]["timed_out"] == (timeout > 0) and report["result"]["stopped"] == stopped
+
+
+def test_the_report_of_an_elastic_run_lists_its_host_sets():
+    sets = [{"since": 1, "hosts": ["10.0.0.1:4", "10.0.0.2:2"]}, {"since": 2, "hosts": []}]
+    report = m.report(run_of({"elastic": True}), True, end=end(0), info={**INFO, "elastic": True, "host_sets": sets})
+    assert report["result"]["elastic"] and report["result"]["host_sets"] == sets
+    assert report["lines"][3] == f"elastic, host sets: 10.0.0.1:4, 10.0.0.2:2 -> none ({RUN_DIR}/hosts.log)"
+
+
+def test_a_run_that_did_not_end_is_a_problem():
+    report = m.report(run_of(timeout=60), True, end={"ended": False, "line": "running 190s | x"}, info=INFO)
+    assert report["problem"] == (
+        "Run r1 did not end within horovod_launch_timeout (60 s) and the time to stop it; last seen: running 190s | x."
+    )
+
+
+def test_a_run_that_goes_on_with_every_rank_up():
+    report = m.report(run_of(), "true", up={"state": "up", "ranks": [0, 1, 2, 3, 4, 5], "by_host": {}, "errors": {}})
+    assert report["problem"] == ""
+    assert report["result"]["state"] == "running" and report["result"]["ranks_up"] == [0, 1, 2, 3, 4, 5]
+    assert report["lines"][0] == "Run r1 started: all 6 ranks run on master, w1; not waiting for it."
+    assert report["lines"][3].endswith("-e horovod_run_name=r1")
+
+
+def test_a_run_whose_ranks_did_not_all_come_up_is_a_problem():
+    up = {"state": "timeout", "ranks": [0, 1], "by_host": {"localhost": [0, 1]}, "errors": {"10.0.0.2": "rc 255"}}
+    assert m.report(run_of(), False, up=up)["problem"] == (
+        'Run r1: only ranks 0, 1 of 6 were seen running within 90 s (by host: {"localhost": [0, 1]}, unreachable: '
+        '{"10.0.0.2": "rc 255"}). Read /data1/artifacts/runs/r1/launcher.log; stop it with playbooks/stop.yml '
+        "-e horovod_run_name=r1."
+    )
+
+
+def test_the_report_needs_what_was_seen():
+    with pytest.raises(ValueError, match="give up, or end and info"):
+        m.report(run_of(), True, end=end(0))
+
+
+LS_REMOTE = "\n".join(
+    [
+        "1111111111111111111111111111111111111111\trefs/heads/main",
+        "2222222222222222222222222222222222222222\trefs/tags/v1",
+        "3333333333333333333333333333333333333333\trefs/tags/v1^{}",
+        "4444444444444444444444444444444444444444\trefs/tags/both",
+        "5555555555555555555555555555555555555555\trefs/heads/both",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "kind"),
+    [
+        ("v1", "tag"),
+        ("refs/tags/v1", "tag"),
+        (" v1 ", "tag"),
+        ("a" * 40, "commit"),
+        ("b" * 64, "commit"),
+        ("main", "branch"),
+        ("refs/heads/main", "branch"),
+        ("both", "ambiguous"),
+        ("refs/tags/both", "tag"),
+        ("refs/heads/both", "branch"),
+        ("1111111", "missing"),
+        ("A" * 40, "missing"),
+        ("v9", "missing"),
+        ("refs/tags/main", "missing"),
+        ("refs/heads/v1", "missing"),
+        ("a" * 39, "missing"),
+        ("HEAD", "missing"),
+    ],
+)
+def test_kind_of_ref(version, kind):
+    assert m.code_ref(LS_REMOTE, version)["kind"] == kind
+
+
+def test_a_ref_that_pins_has_no_problem_and_a_branch_only_when_allowed():
+    assert m.code_ref(LS_REMOTE, "v1", "/r.git")["problem"] == ""
+    assert m.code_ref("", "a" * 40)["problem"] == ""
+    assert m.code_ref(LS_REMOTE, "main", "/r.git", True)["problem"] == ""
+    assert m.code_ref(LS_REMOTE, "main", "/r.git", False)["problem"] == (
+        "horovod_launch_code_version is 'main', which in /r.git is a branch: it moves with new commits, so nodes and "
+        "re-runs could run other code. Set it to a tag or a full commit id (git rev-parse main in a clone prints "
+        "it), or set horovod_launch_code_allow_branch: true to follow the branch."
+    )
+    assert "write refs/tags/both (or refs/heads/...)" in m.code_ref(LS_REMOTE, "both", "/r.git")["problem"]
+    assert "a shortened commit id is not enough" in m.code_ref(LS_REMOTE, "1111111", "/r.git")["problem"]
+
+
+def test_an_empty_repository_has_no_refs_and_text_is_required():
+    assert m.code_ref("", "v1")["kind"] == "missing"
+    with pytest.raises(ValueError, match="expects the text of git ls-remote"):
+        m.code_ref(None, "v1")

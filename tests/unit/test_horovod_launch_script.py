@@ -30,9 +30,14 @@ def render(tmp_path: Path, *, env: dict[str, str], elastic: bool = False) -> Pat
     run.mkdir()
     rank_env = str(run / "rank-env.sh")
     variables = {
-        "__horovod_launch_run_name": "run-test",
-        "__horovod_launch_run_dir": str(run),
-        "__horovod_launch_plan": {"np": 3, "workdir": str(tmp_path)},
+        "__horovod_launch_run": {
+            "name": "run-test",
+            "dir": str(run),
+            "np": 3,
+            "workdir": str(tmp_path),
+            "env_file": str(tmp_path / "root" / ".horovod-launch-run-test.env"),
+            "argv": ["horovodrun", "-np", "3", "sh", rank_env, "train", "--epochs", "1"],
+        },
         "horovod_launch_hosts": [
             {"name": "localhost", "address": "10.0.0.1", "slots": 1},
             {"name": "node-b", "address": "10.0.0.2", "slots": 1},
@@ -42,12 +47,9 @@ def render(tmp_path: Path, *, env: dict[str, str], elastic: bool = False) -> Pat
         "horovod_launch_timeout": 0,
         "horovod_launch_env": env,
         "horovod_launch_elastic": elastic,
-        "__horovod_launch_env_file": str(tmp_path / "root" / ".horovod-launch-run-test.env"),
-        "__horovod_launch_rank_env_name": "rank-env.sh",
         "__horovod_launch_ssh_wrapper": str(tmp_path / "wrapper" / "ssh"),
         "__horovod_launch_ssh_argv": ["ssh", "-p", "12345", "-o", "BatchMode=yes"],
         "__horovod_launch_env_hosts": ["10.0.0.2", "10.0.0.3"],
-        "__horovod_launch_horovodrun_argv": ["horovodrun", "-np", "3", "sh", rank_env, "train", "--epochs", "1"],
     }
     play = [
         {

@@ -28,27 +28,27 @@ probe = load("horovod_probe")
 
 
 def test_progress_before_start(tmp_path):
-    assert progress.status(tmp_path, time.time()) == (False, "starting")
+    assert progress.status(tmp_path, time.time()) == {"ended": False, "line": "starting"}
 
 
 def test_progress_while_running_shows_last_line(tmp_path):
     (tmp_path / "started").write_text("1000\n")
     (tmp_path / "launcher.log").write_text("[0]<stdout>:epoch 1\n[1]<stdout>:epoch 2 loss 0.5\n\n")
-    assert progress.status(tmp_path, 1042.7) == (False, "running 42s | [1]<stdout>:epoch 2 loss 0.5")
+    assert progress.status(tmp_path, 1042.7) == {"ended": False, "line": "running 42s | [1]<stdout>:epoch 2 loss 0.5"}
 
 
 def test_progress_running_without_output(tmp_path):
     (tmp_path / "started").write_text("1000")
-    assert progress.status(tmp_path, 1001) == (False, "running 1s | (no output yet)")
+    assert progress.status(tmp_path, 1001)["line"] == "running 1s | (no output yet)"
 
 
 def test_progress_long_line_is_shortened(tmp_path):
     (tmp_path / "started").write_text("1000")
     (tmp_path / "launcher.log").write_text("x" * 500 + "\n")
-    done, line = progress.status(tmp_path, 1000)
-    assert not done
-    assert line.endswith("...")
-    assert len(line) < 200
+    seen = progress.status(tmp_path, 1000)
+    assert not seen["ended"]
+    assert seen["line"].endswith("...")
+    assert len(seen["line"]) < 200
 
 
 def test_progress_finished(tmp_path):
@@ -56,7 +56,14 @@ def test_progress_finished(tmp_path):
     (tmp_path / "finished").write_text("1093")
     (tmp_path / "rc").write_text("1\n")
     os.utime(tmp_path / "rc", (4998, 4998))
-    assert progress.status(tmp_path, 5000) == (True, "finished rc=1 after 93s, seen 2.00s after the end")
+    assert progress.status(tmp_path, 5000) == {
+        "ended": True,
+        "rc": 1,
+        "duration_s": 93,
+        "end_seen_after_s": 2.0,
+        "stopped": False,
+        "line": "finished rc=1 after 93s, seen 2.00s after the end",
+    }
 
 
 def test_progress_finished_says_when_stop_marked_it(tmp_path):
@@ -65,7 +72,9 @@ def test_progress_finished_says_when_stop_marked_it(tmp_path):
     (tmp_path / "rc").write_text("143")
     (tmp_path / "stopped").write_text("stopped by multinode.horovod.horovod_launch\n")
     os.utime(tmp_path / "rc", (4999.5, 4999.5))
-    assert progress.status(tmp_path, 5000) == (True, "finished rc=143 after 12s, seen 0.50s after the end, stopped")
+    seen = progress.status(tmp_path, 5000)
+    assert (seen["rc"], seen["stopped"], seen["end_seen_after_s"]) == (143, True, 0.5)
+    assert seen["line"] == "finished rc=143 after 12s, seen 0.50s after the end, stopped"
 
 
 def test_progress_main_returns_at_once_when_finished(tmp_path, capsys):
@@ -75,7 +84,8 @@ def test_progress_main_returns_at_once_when_finished(tmp_path, capsys):
     started = time.monotonic()
     assert progress.main([str(tmp_path), "30"]) == 0
     assert time.monotonic() - started < 5
-    assert capsys.readouterr().out.startswith("finished rc=0 after 0s, seen ")
+    seen = json.loads(capsys.readouterr().out)
+    assert seen["ended"] and seen["rc"] == 0 and seen["line"].startswith("finished rc=0 after 0s, seen ")
 
 
 def test_progress_main_waits_at_most_the_given_time(tmp_path, capsys):
@@ -83,15 +93,17 @@ def test_progress_main_waits_at_most_the_given_time(tmp_path, capsys):
     started = time.monotonic()
     assert progress.main([str(tmp_path), "1"]) == 0
     assert 0.9 <= time.monotonic() - started < 5
-    assert capsys.readouterr().out.startswith("running ")
+    assert json.loads(capsys.readouterr().out)["line"].startswith("running ")
 
 
-def test_progress_runs_as_python_c(tmp_path):
-    # The role runs it as `python3 -c "<file>" RUN_DIR WAIT`.
+def test_progress_runs_as_python_c_and_prints_json(tmp_path):
+    # The role runs it as `python3 -c "<file>" RUN_DIR WAIT` and reads its output with from_json.
     (tmp_path / "rc").write_text("124")
     code = (FILES / "horovod_progress.py").read_text()
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "0"], capture_output=True, text=True, check=True)
-    assert re.fullmatch(r"finished rc=124 after 0s, seen [0-9]+\.[0-9]{2}s after the end\n", out.stdout), out.stdout
+    seen = json.loads(out.stdout)
+    assert (seen["ended"], seen["rc"], seen["duration_s"]) == (True, 124, 0)
+    assert re.fullmatch(r"finished rc=124 after 0s, seen [0-9]+\.[0-9]{2}s after the end", seen["line"])
 
 
 def test_probe_reports_local_addresses_and_missing_paths(tmp_path):

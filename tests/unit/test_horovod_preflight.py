@@ -1,7 +1,8 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The launch preflight's judgement (plugins/filter/horovod_preflight.py): a sound report of three
-nodes passes, and each broken case is named with its host and fix."""
+"""The launch preflight's judgement (plugins/module_utils/horovod_preflight.py, the filter horovod_preflight):
+a sound report of three nodes passes with its summary, each broken case is named with its host and fix,
+and what `horovodrun --check-build` prints is read."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter.horovod_preflight import SETTINGS, preflight
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import (
+    SETTINGS,
+    check_build,
+    preflight,
+    truncate,
+)
 
 CHECK_BUILD = """Horovod v0.28.1:
 
@@ -46,7 +51,12 @@ SETTINGS_OK: dict[str, Any] = {
     "idle_patterns": [],
     "share_dir": "/data1/share",
     "master_image": "sha256:aaa",
-    "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
+    "plan": {
+        "np": 4,
+        "total_slots": 4,
+        "h": "10.0.0.1:1,10.0.0.2:2,10.0.0.3:1",
+        "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
+    },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
 }
 
@@ -103,20 +113,46 @@ def judge(rep: dict[str, Any], **settings: Any) -> dict[str, Any]:
 
 def test_a_sound_cluster_passes_with_its_hosts_and_interface():
     result = judge(report())
-    assert result["problems"] == []
-    assert result["horovod_version"] == "0.28.1"
-    assert result["network_interfaces"] == ["eth0"]
-    assert [(h["name"], h["slots"], h["hostname"], h["interface"], h["jobs"]) for h in result["hosts"]] == [
+    assert result["problems"] == [] and result["busy"] == [] and result["jobs"] == ""
+    fact = result["fact"]
+    assert {k: fact[k] for k in ("horovod_version", "controller", "np", "slots", "image", "images_compared")} == {
+        "horovod_version": "0.28.1",
+        "controller": "gloo",
+        "np": 4,
+        "slots": 4,
+        "image": "sha256:aaa",
+        "images_compared": 2,
+    }
+    assert fact["network_interfaces"] == ["eth0"]
+    assert [(h["name"], h["slots"], h["hostname"], h["interface"], h["jobs"]) for h in fact["hosts"]] == [
         ("node-a", 1, "node-a", "eth0", []),
         ("node-b", 2, "node-b", "eth0", []),
         ("node-c", 1, "node-c", "eth0", []),
     ]
+    assert result["lines"] == [
+        "Horovod 0.28.1 (gloo), np 4 of 4 slots, -H 10.0.0.1:1,10.0.0.2:2,10.0.0.3:1",
+        "image: sha256:aaa (the same in the 2 other containers compared)",
+        "network interfaces: eth0",
+        "hostnames: node-a = node-a, node-b = node-b, node-c = node-c",
+        "running jobs: none",
+    ]
 
 
 def test_a_job_on_a_worker_is_listed_with_its_host():
-    rep = remote(report(), "node-c", processes=[{"pid": 7, "args": "python3 train.py"}])
-    hosts = judge(rep)["hosts"]
-    assert [h["jobs"] for h in hosts] == [[], [], ["7 python3 train.py"]]
+    rep = remote(report(), "node-c", processes=[{"pid": 7, "args": "python3 train.py TOKEN=x"}])
+    result = judge(rep)
+    assert [h["jobs"] for h in result["fact"]["hosts"]] == [[], [], ["7 python3 train.py TOKEN=..."]]
+    assert (result["busy"], result["jobs"]) == (["node-c"], "node-c: 7 python3 train.py TOKEN=...")
+    assert result["lines"][-1] == "running jobs: node-c: 7 python3 train.py TOKEN=..."
+    # An idle pattern of the role's makes it no job; a pattern that is no regular expression is an error.
+    assert judge(rep, idle_patterns=["train[.]py"])["busy"] == []
+    with pytest.raises(ValueError, match="invalid regular expression"):
+        judge(rep, idle_patterns=["("])
+
+
+def test_many_jobs_are_cut_short_at_a_word():
+    assert truncate("word " * 200, 600).endswith("word...") and len(truncate("word " * 200, 600)) <= 600
+    assert truncate("short", 600) == "short"
 
 
 # Cases that break more than one rule: a host on another interface also makes the names differ; a
@@ -148,7 +184,10 @@ BREAKS: dict[str, tuple[Callable[[dict[str, Any]], Any], dict[str, Any]]] = {
     ),
     "same hostname": (lambda rep: remote(rep, "node-c", hostname="node-b"), {}),
     "other horovod": (lambda rep: remote(rep, "node-b", horovod_version="0.27.0"), {}),
-    "other image": (lambda rep: None, {"other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:bbb"}}),
+    "other image": (
+        lambda rep: None,
+        {"plan": SETTINGS_OK["plan"] | {"other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:bbb"}}},
+    ),
     "nic absent": (lambda rep: None, {"network_interfaces": ["ib0"]}),
     "address nowhere": (
         lambda rep: remote(rep, "node-b", addresses={"10.0.0.2": {"ip": "10.9.9.9", "interface": None}}),
@@ -223,7 +262,7 @@ def test_the_first_stage_stops_before_the_reports_are_read():
     remote(rep, "node-b", hostname="node-c")  # would be a second-stage problem
     rep["remotes"][1]["stdout"] = "not json"
     result = judge(rep)
-    assert len(result["problems"]) == 1 and result["hosts"] == []
+    assert len(result["problems"]) == 1 and result["fact"]["hosts"] == []
 
 
 def test_every_problem_of_the_second_stage_is_shown_at_once():
@@ -244,24 +283,49 @@ def test_a_master_whose_horovodrun_would_not_run_the_ssh_wrapper_is_refused(foun
 
 
 def test_named_interfaces_are_used_as_given():
-    assert judge(report(), network_interfaces=["eth0"])["network_interfaces"] == ["eth0"]
+    assert judge(report(), network_interfaces=["eth0"])["fact"]["network_interfaces"] == ["eth0"]
 
 
 def test_one_host_needs_no_interface():
     rep = report()
     rep["remotes"] = []
-    result = preflight(rep, HOSTS[:1], "node-a", SETTINGS_OK | {"other_image_ids": {}})
-    assert result["problems"] == [] and result["network_interfaces"] == []
+    plan = SETTINGS_OK["plan"] | {"other_image_ids": {}}
+    result = preflight(rep, HOSTS[:1], "node-a", SETTINGS_OK | {"plan": plan})
+    assert result["problems"] == [] and result["fact"]["network_interfaces"] == []
+    assert result["lines"][1:3] == [
+        "image: sha256:aaa (no other container compared)",
+        "network interfaces: (none needed, one host)",
+    ]
 
 
 @pytest.mark.parametrize("key", SETTINGS)
 def test_a_missing_setting_is_an_error(key):
     settings = copy.deepcopy(SETTINGS_OK)
     del settings[key]
-    with pytest.raises(AnsibleFilterError, match=key):
+    with pytest.raises(ValueError, match=key):
         preflight(report(), HOSTS, "node-a", settings)
 
 
 def test_something_else_than_a_probe_report_is_an_error():
-    with pytest.raises(AnsibleFilterError, match=r"horovod_probe\.py"):
+    with pytest.raises(ValueError, match=r"horovod_probe\.py"):
         preflight({"rc": 1}, HOSTS, "node-a", SETTINGS_OK)
+
+
+def test_check_build_parses_sections():
+    assert check_build(CHECK_BUILD) == {
+        "version": "0.28.1",
+        "frameworks": ["pytorch"],
+        "controllers": ["gloo"],
+        "tensor_operations": ["gloo"],
+    }
+
+
+def test_check_build_of_a_gpu_image():
+    build = check_build(CHECK_BUILD.replace("[ ] NCCL", "[X] NCCL").replace("[ ] MPI", "[X] MPI"))
+    assert build["controllers"] == ["mpi", "gloo"]
+    assert build["tensor_operations"] == ["nccl", "gloo"]
+
+
+def test_check_build_rejects_other_text():
+    with pytest.raises(ValueError, match="not the output of 'horovodrun --check-build'"):
+        check_build("bash: horovodrun: command not found")

@@ -183,7 +183,32 @@ def test_stop_waits_for_the_launcher_to_record_the_rc(tmp_path):
         assert answer["rc"] == 143
         assert answer["launcher_running"] is False
         assert answer["hosts"][0]["left"] == []
+        assert answer["clean"] is True
+        host = answer["hosts"][0]["host"]
+        assert answer["summary"] == f"{host}: 1 processes ended"
+        assert answer["problem"] == f"{host}: ended; exit status 143 (launcher still running: False)"
         assert launcher.wait(5) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+def test_stop_says_what_it_could_not_end_on_which_node(tmp_path):
+    # The pinned ssh to the other node fails ("false" as ssh): nothing is clean, and the node is named.
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "horovod-launch.sh").write_text(
+        f'export HOROVOD_LAUNCH_RUN_DIR="{run}"\n{sys.executable} -c "{PYTHON_SLEEP}"\necho $? > "{run}/rc"\n'
+    )
+    launcher = subprocess.Popen(["sh", str(run / "horovod-launch.sh")])
+    try:
+        wait_seen(str(run), 1)
+        answer = helper.stop(str(run), 1, ["false"], ["192.0.2.254"])
+        assert answer["clean"] is False
+        assert "192.0.2.254: rc 1" in answer["problem"] and answer["problem"].endswith(
+            "exit status 143 (launcher still running: False)"
+        )
+        json.dumps(answer)  # what the role reads with from_json
     finally:
         if launcher.poll() is None:
             launcher.kill()
@@ -229,3 +254,16 @@ def test_command_lines_shown_hide_values_as_the_job_definition_does(tmp_path, pr
     answer = helper.local_stop(run, 1)
     assert answer["terminated"] and "s3cret" not in json.dumps(answer)
     assert "TOKEN=..." in answer["terminated"][0]
+
+
+def test_stop_reports_what_was_killed_and_what_is_left(tmp_path, monkeypatch):
+    (tmp_path / "rc").write_text("137\n")
+    here = {"host": "node-a", "terminated": ["1 a", "2 b"], "killed": ["2 b"], "left": ["3 c"]}
+    monkeypatch.setattr(helper, "local_stop", lambda run_dir, grace: here)
+    monkeypatch.setattr(helper, "launcher_running", lambda run_dir: False)
+    answer = helper.stop(str(tmp_path), 10, ["false"], [])
+    assert answer["summary"] == "node-a: 2 processes ended, 1 killed after 10 s"
+    assert (answer["clean"], answer["problem"]) == (
+        False,
+        "node-a: still running: 3 c; exit status 137 (launcher still running: False)",
+    )

@@ -154,9 +154,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/horovod_launch/files/horovod_probe.py", "CONTAINER_NAME"): (1, "the Python package's name (metadata)"),
     # The plugins' documentation.
     ("plugins/filter/docker_horovod_archive_problem.yml", "SHARE_DIR"): (1, DOC),
-    ("plugins/filter/horovod_hostfile.yml", "SHARE_DIR"): (1, DOC),
-    ("plugins/filter/horovod_rank_dir.yml", "SHARE_DIR"): (2, DOC),
-    ("plugins/filter/horovod_run_id.yml", "SHARE_DIR"): (1, DOC),
     ("plugins/module_utils/paths.py", "SHARE_ROOT"): (1, DOC),
     ("plugins/modules/image_archive_info.py", "SHARE_DIR"): (1, DOC),
     # Inventories: the example shows the defaults (test_the_example_inventory_shows_the_defaults); the

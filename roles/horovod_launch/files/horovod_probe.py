@@ -1,23 +1,16 @@
 #!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Describe this Horovod container for the preflight of multinode.horovod.horovod_launch.
+"""Describe this Horovod container for horovod_launch's preflight, as one JSON object.
 
-Runs inside a node's Horovod container and prints one JSON object: hostname, Horovod version, IPv4
-addresses per interface, for each given address the interface here that holds it (so, whether it
-is this node), the size of /dev/shm, missing directories, the horovodrun launchers running here and
-every process of the container but the probe itself and its ancestors (the docker exec or ssh
-session that runs it), which the role sorts into idle ones and jobs (plugins/module_utils/jobs.py),
-and whether the marker files the master's probe wrote on the shared directories read back here (a
-container whose share is not mounted in it sees an empty directory).
-
-On the master the role runs it once (``python3 -c CODE``, through ``docker exec``) with the cluster's
-hosts (``--host NAME=ADDRESS``): it probes here, tells which hosts are this one, and probes every
-other host at the same time over the containers' ssh (``python3 -`` with this code on stdin there);
-with ``--check-build`` it adds ``horovodrun --check-build``, whose answer it keeps in
-CHECK_BUILD_CACHE until the installed packages change (importing every framework takes seconds).
-It only reads, but for that cache and the share marker (written before the other hosts are asked,
-removed after); Python's standard library suffices.
+Run in the master's container (``python3 -c CODE --host NAME=ADDRESS ...``), it probes there, tells which
+hosts are this one and probes every other host's container at once over the pinned ssh (``python3 -``
+with this code on stdin there), after writing a marker with a fresh token into each shared directory that
+every container must read back. It reports the hostname, Horovod's version, the IPv4 addresses per
+interface and which interface holds each host's address, /dev/shm, missing directories, the horovodrun
+launchers and every other process (values of NAME=value words hidden), and with ``--check-build`` what
+``horovodrun --check-build`` printed (kept in CHECK_BUILD_CACHE until the installed packages change).
+Python's standard library suffices; the judgement is plugins/module_utils/horovod_preflight.py's.
 """
 
 from __future__ import annotations

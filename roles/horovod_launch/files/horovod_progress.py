@@ -1,24 +1,20 @@
 #!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Wait a little for a horovod_launch run and print one line about it.
+"""Wait a little for a horovod_launch run and print one JSON object about it.
 
-``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run
-directory is on the share, at the same path as in the container). It returns as soon as the run
-has finished (it looks four times a second), or after WAIT_SECONDS, and prints exactly one line:
-
-* ``finished rc=N after Ss, seen X.XXs after the end`` - the wrapper wrote ``rc`` (and
-  ``started``/``finished``); X is how long ago ``rc`` was written (the role's delay in noticing the
-  end: the lab prints it); then ``, stopped`` when playbooks/stop.yml marked the run, so the role
-  reads the whole end in one line;
-* ``running Ss | LAST LINE`` - the last non-empty line horovodrun printed so far;
-* ``starting`` - the wrapper has not written ``started`` yet.
-
-The role's poll loop stops on the first ``finished`` line and shows the others as progress.
+``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run directory is
+on the share, at the same path as in the container). It returns as soon as the run has finished (it looks
+four times a second), or after WAIT_SECONDS, and prints ``{"ended", "line"}``: ``line`` is the progress
+line the role shows (``starting``, ``running 42s | LAST LINE OF HOROVODRUN``, or ``finished rc=N after
+Ss, seen X.XXs after the end[, stopped]``); a run that ended adds ``rc``, ``duration_s``,
+``end_seen_after_s`` (how long ago ``rc`` was written: the role's delay in noticing the end) and
+``stopped`` (playbooks/stop.yml marked it).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -41,8 +37,7 @@ def last_line(path: Path) -> str:
     try:
         with path.open("rb") as handle:
             handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
             lines = handle.read().decode(errors="replace").splitlines()
     except OSError:
         return ""
@@ -53,22 +48,30 @@ def last_line(path: Path) -> str:
     return ""
 
 
-def status(run_dir: Path, now: float) -> tuple[bool, str]:
+def status(run_dir: Path, now: float) -> dict[str, object]:
     rc = read_int(run_dir / "rc")
     started = read_int(run_dir / "started")
     if rc is not None:
         finished = read_int(run_dir / "finished")
         duration = max(0, finished - started) if finished is not None and started is not None else 0
         try:
-            seen = max(0.0, now - (run_dir / "rc").stat().st_mtime)
+            seen = round(max(0.0, now - (run_dir / "rc").stat().st_mtime), 2)
         except OSError:
             seen = 0.0
-        mark = ", stopped" if (run_dir / "stopped").exists() else ""
-        return True, f"finished rc={rc} after {duration}s, seen {seen:.2f}s after the end{mark}"
+        stopped = (run_dir / "stopped").exists()
+        line = f"finished rc={rc} after {duration}s, seen {seen:.2f}s after the end" + (", stopped" if stopped else "")
+        return {
+            "ended": True,
+            "line": line,
+            "rc": rc,
+            "duration_s": duration,
+            "end_seen_after_s": seen,
+            "stopped": stopped,
+        }
     if started is None:
-        return False, "starting"
+        return {"ended": False, "line": "starting"}
     line = last_line(run_dir / "launcher.log") or "(no output yet)"
-    return False, f"running {max(0, int(now) - started)}s | {line}"
+    return {"ended": False, "line": f"running {max(0, int(now) - started)}s | {line}"}
 
 
 def main(argv: list[str]) -> int:
@@ -78,9 +81,9 @@ def main(argv: list[str]) -> int:
     run_dir, wait = Path(argv[0]), float(argv[1])
     deadline = time.monotonic() + wait
     while True:
-        done, line = status(run_dir, time.time())
-        if done or time.monotonic() >= deadline:
-            print(line)
+        seen = status(run_dir, time.time())
+        if seen["ended"] or time.monotonic() >= deadline:
+            print(json.dumps(seen, sort_keys=True))
             return 0
         time.sleep(min(TICK, max(0.0, deadline - time.monotonic())))
 

@@ -1,28 +1,21 @@
 #!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The runs of multinode.horovod.horovod_launch, seen from inside the Horovod containers.
+"""The runs of multinode.horovod.horovod_launch, seen from inside the Horovod containers; JSON out.
 
-Runs in the master's container as ``python3 -c "$(cat horovod_run.py)" COMMAND ...`` (docker exec) and
-reaches the other nodes' containers over the containers' ssh, where it runs itself again
-(``python3 -`` with its own code on stdin). Python's standard library suffices. Commands:
+Run in the master's container as ``python3 -c CODE COMMAND ...``; it reaches the other nodes' containers
+over the pinned ssh, where it runs itself again (``python3 -`` with its code on stdin). Commands:
 
-* ``status RUNS_DIR`` - one JSON list, a dict per run directory: name, state (running, finished,
-  failed, stopped, interrupted), started, finished, duration_s, rc, last_line, the rank whose host the
-  hostfile names (rank_hosts), the launcher log's last lines for a failed run; for an elastic run also
-  its host set now (current_hosts, hosts_since) and how many sets it has had (host_sets).
-* ``up RUN_DIR NP WAIT SSH_JSON ADDRESS...`` - wait (at most WAIT s) until each of the NP ranks of the
-  run has been seen running on one of the nodes, or the run has ended; print a JSON summary.
-* ``stop RUN_DIR GRACE SSH_JSON ADDRESS...`` - end the run: every process of the run (those whose
-  environment has ``HOROVOD_LAUNCH_RUN_DIR=RUN_DIR``: timeout, horovodrun, its ssh clients, the ranks)
-  on the master and on every other node gets SIGTERM, then SIGKILL after GRACE s; the launch script
-  itself is left to record the exit status. Print a JSON summary, with the rc once recorded.
-* ``local-ranks RUN_DIR`` / ``local-stop RUN_DIR GRACE`` - the same on this node only (what the
-  commands above run over ssh).
+* ``status RUNS_DIR``: every run - state (running, finished, failed, stopped, interrupted), times, rc, the
+  last line horovodrun printed, the host of each rank, an elastic run's host set, a failed run's log tail;
+* ``up RUN_DIR NP WAIT SSH_JSON ADDRESS...``: wait (at most WAIT s) until each of the NP ranks has been
+  seen running on some node, or the run ended;
+* ``stop RUN_DIR GRACE SSH_JSON ADDRESS...``: SIGTERM, then SIGKILL after GRACE s, to every process of
+  the run on every node, then wait for the launch script to record the rc;
+* ``local-ranks RUN_DIR`` / ``local-stop RUN_DIR GRACE``: the same on this node only (run over ssh).
 
-A process belongs to a run when its environment says so: the launch script exports
-``HOROVOD_LAUNCH_RUN_DIR`` before it starts horovodrun, and horovodrun passes its environment on to
-every rank, local or remote. Nothing else in the containers is touched.
+A process belongs to a run when its environment holds ``HOROVOD_LAUNCH_RUN_DIR=RUN_DIR``: the launch
+script exports it and horovodrun passes it on to every rank. Nothing else in the containers is touched.
 """
 
 from __future__ import annotations
@@ -318,7 +311,10 @@ def up(run_dir: str, np: int, wait: float, ssh: list[str], addresses: list[str])
 
 
 def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
-    """End every process of the run on every node, then wait (grace + 10 s at most) for its rc."""
+    """End every process of the run on every node, then wait (grace + 10 s at most) for its rc.
+
+    ``clean`` tells whether nothing of the run is left and its rc is recorded; ``problem`` says what is
+    wrong otherwise, ``summary`` what was ended on each host."""
     source = own_source()
     hosts = [local_stop(run_dir, grace)]
     for address in _others(addresses):
@@ -329,7 +325,30 @@ def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> di
     deadline = time.monotonic() + grace + 10
     while not rc_file.exists() and launcher_running(run_dir) and time.monotonic() < deadline:
         time.sleep(TICK)
-    return {"hosts": hosts, "rc": _int(rc_file), "launcher_running": launcher_running(run_dir)}
+    rc, running = _int(rc_file), launcher_running(run_dir)
+    where = []
+    for host in hosts:
+        if "error" in host:
+            where.append(f"{host.get('address', host['host'])}: {host['error']}")
+        elif host["left"]:
+            where.append(f"{host.get('address', host['host'])}: still running: {'; '.join(host['left'])}")  # type: ignore[arg-type]
+        else:
+            where.append(f"{host.get('address', host['host'])}: ended")
+    ended = [
+        f"{host['host']}: {len(host['terminated'])} processes ended"  # type: ignore[arg-type]
+        + (f", {len(host['killed'])} killed after {grace:g} s" if host["killed"] else "")  # type: ignore[arg-type]
+        for host in hosts
+        if "error" not in host
+    ]
+    return {
+        "hosts": hosts,
+        "rc": rc,
+        "launcher_running": running,
+        "clean": rc is not None and all("error" not in host and not host["left"] for host in hosts),
+        "problem": f"{'; '.join(where)}; exit status {'not recorded' if rc is None else rc} "
+        f"(launcher still running: {running})",
+        "summary": "; ".join(ended),
+    }
 
 
 def main(argv: list[str]) -> int:

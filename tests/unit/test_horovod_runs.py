@@ -1,14 +1,15 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for plugins/filter/horovod_run.py and plugins/module_utils/jobs.py."""
+"""The runs of horovod_launch: the default run name (run_id), the run table (the filter horovod_run_status),
+and what counts as a running job in the preflight (plugins/module_utils/jobs.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.filter import horovod_run as f
+from ansible_collections.multinode.horovod.plugins.filter import docker_horovod as docker_filters
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch as f
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
 DEFINITION = {
@@ -22,7 +23,7 @@ DEFINITION = {
     "controller": "gloo",
     "extra_args": [],
 }
-# DEFINITION's name from the filter as it was before elastic runs (git show d796706:plugins/filter/horovod_run.py).
+# The name the role gave DEFINITION before elastic runs existed.
 RUN_ID_BEFORE_ELASTIC = "run-13b98d697075"
 
 
@@ -40,16 +41,6 @@ def test_run_id_of_an_elastic_run_differs_and_other_runs_keep_their_names():
     elastic = {**DEFINITION, "elastic": {"min_np": 1, "max_np": 4, "cooldown": [10, 300]}}
     assert f.run_id(elastic) != f.run_id(DEFINITION)
     assert f.run_id(elastic) != f.run_id({**elastic, "elastic": {"min_np": 2, "max_np": 4, "cooldown": [10, 300]}})
-
-
-def test_host_sets_of_an_elastic_run():
-    text = "1764676800 10.0.0.1:1,10.0.0.2:1\n\nnot a line\n1764676805 10.0.0.1:1\n1764676810 \n"
-    assert f.host_sets(text) == [
-        {"since": 1764676800, "hosts": ["10.0.0.1:1", "10.0.0.2:1"]},
-        {"since": 1764676805, "hosts": ["10.0.0.1:1"]},
-        {"since": 1764676810, "hosts": []},
-    ]
-    assert f.host_sets("") == f.host_sets(None) == []
 
 
 def test_run_id_compares_env_names_as_a_set():
@@ -87,11 +78,10 @@ def test_run_id_takes_ansible_strings_and_numbers_as_json_does():
     [
         ({k: v for k, v in DEFINITION.items() if k != "image"}, "missing image"),
         ({**DEFINITION, "env": {"A": "secret"}}, "unknown env"),
-        (["command"], "expects a mapping"),
     ],
 )
 def test_run_id_refuses_a_wrong_definition(definition, fragment):
-    with pytest.raises(AnsibleFilterError, match=fragment):
+    with pytest.raises(ValueError, match=fragment):
         f.run_id(definition)
 
 
@@ -169,7 +159,7 @@ def test_run_status_summaries(changes, summary):
 
 
 def test_run_status_refuses_what_is_not_a_run():
-    with pytest.raises(AnsibleFilterError, match="is not a run"):
+    with pytest.raises(ValueError, match="is not a run"):
         f.run_status([{"name": "x"}])
 
 
@@ -182,7 +172,7 @@ IDLE_TOP = [
 
 
 def test_an_idle_container_has_no_job():
-    assert f.job_processes(IDLE_TOP) == []
+    assert jobs.jobs(IDLE_TOP) == []
 
 
 @pytest.mark.parametrize(
@@ -197,25 +187,29 @@ def test_an_idle_container_has_no_job():
     ],
 )
 def test_anything_else_is_a_job(args):
-    assert f.job_processes([*IDLE_TOP, {"pid": 42, "args": args}]) == [f"42 {args}"]
+    assert jobs.jobs([*IDLE_TOP, {"pid": 42, "args": args}]) == [f"42 {args}"]
 
 
 def test_extra_idle_patterns_and_docker_top_output():
     top = "PID  COMMAND\n1 /sbin/docker-init --\n50 /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888\n"
-    assert f.job_processes(top) == ["50 /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888"]
-    assert f.job_processes(top, ["jupyter-lab"]) == []
+    assert jobs.jobs(jobs.parse_top(top)) == ["50 /usr/bin/python3 /usr/local/bin/jupyter-lab --port 8888"]
+    assert jobs.jobs(jobs.parse_top(top), ["jupyter-lab"]) == []
 
 
 def test_the_definition_is_the_same_for_docker_horovods_job_guard():
+    # docker_horovod reads `docker top` output, the preflight the probe's list: one answer.
     top = "PID COMMAND\n" + "".join(f"{p['pid']} {p['args']}\n" for p in IDLE_TOP) + "42 python3 train.py\n"
-    assert f.job_processes(top) == ["42 python3 train.py"]  # docker top output, as the guard reads it
+    listed = [*IDLE_TOP, {"pid": 42, "args": "python3 train.py"}]
+    assert jobs.jobs(jobs.parse_top(top)) == jobs.jobs(listed) == ["42 python3 train.py"]
+    # docker_horovod's job guard reads `docker top` output through the job_processes filter.
+    assert docker_filters.job_processes(top) == docker_filters.job_processes(listed) == ["42 python3 train.py"]
     guard = (Path(__file__).resolve().parents[2] / "roles/docker_horovod/tasks/job_guard.yml").read_text()
     assert "| multinode.horovod.job_processes(docker_horovod_idle_process_patterns)" in guard
 
 
 def test_values_of_assignments_are_hidden():
     args = "bash -c cd /w > /dev/null 2>&1 ; HOROVOD_RANK=1 WANDB_API_KEY='s3 cret' TOKEN=abc python3 t.py --lr=0.1"
-    (job,) = f.job_processes([{"pid": 5, "args": args}])
+    (job,) = jobs.jobs([{"pid": 5, "args": args}])
     assert "s3 cret" not in job and "abc" not in job
     assert (
         job == "5 bash -c cd /w > /dev/null 2>&1 ; HOROVOD_RANK=... WANDB_API_KEY=... TOKEN=... python3 t.py --lr=0.1"
@@ -223,20 +217,6 @@ def test_values_of_assignments_are_hidden():
 
 
 def test_a_bad_pattern_is_an_error_naming_it():
-    with pytest.raises(AnsibleFilterError, match=r"invalid regular expression '\('"):
-        f.job_processes(IDLE_TOP, ["("])
+    with pytest.raises(jobs.PatternError, match=r"invalid regular expression '\('"):
+        jobs.jobs(IDLE_TOP, ["("])
     assert jobs.invalid_patterns(["ok", "(", 3]) == ["(", 3]
-
-
-def test_a_wrong_process_list_is_an_error():
-    with pytest.raises(AnsibleFilterError, match="expects"):
-        f.job_processes([3])
-
-
-def test_filter_names():
-    assert set(f.FilterModule().filters()) == {
-        "horovod_run_id",
-        "horovod_run_status",
-        "horovod_host_sets",
-        "job_processes",
-    }

@@ -1,27 +1,22 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The launch preflight's judgement: what the probe of every node found, turned into the problems that
-stop a run (each naming the host and the fix) and the preflight result.
-
-horovod_launch's tasks/checks.yml runs the probe (files/horovod_probe.py, one ``docker exec`` in the
-master's container that probes every other node over the pinned ssh) and hands its report here; the
-rules live in this file only, unit-tested in tests/unit/test_horovod_preflight.py. Two stages, as a
-reader would fix them: what must hold before the nodes' reports can be read at all (Horovod in the
-image, the controller and frameworks, one host per address, every node reachable), then what the
-reports say (the share seen in every container, unique hostnames, one Horovod, one image, the network
-interfaces, /dev/shm).
+"""The launch preflight's judgement: what the probe of every node found (roles/horovod_launch/files/
+horovod_probe.py), turned into the problems that stop a run, each naming the host and the fix, and the
+preflight's result. Two stages, as a reader would fix them: what must hold before the nodes' reports can be
+read at all (Horovod in the image, the controller and frameworks, the ssh wrapper, one host per address,
+every node reachable), then what the reports say (the share seen in every container, unique hostnames,
+one Horovod, one image, the network interfaces, /dev/shm).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.formatters import bytes_to_human
-from ansible_collections.multinode.horovod.plugins.filter.horovod_output import check_build
-from ansible_collections.multinode.horovod.plugins.filter.horovod_run import job_processes
+from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 
 # What the role passes in (tasks/checks.yml); every key is required.
 SETTINGS = (
@@ -37,9 +32,48 @@ SETTINGS = (
     "idle_patterns",  # horovod_launch_idle_process_patterns
     "share_dir",  # horovod_launch_share_dir
     "master_image",  # the image ID of the master's container
-    "other_image_ids",  # {host: image ID} of the other containers that were read
+    "plan",  # the run's plan (horovod_launch_plan): np, total_slots, h, other_image_ids
     "ssh_wrapper",  # the ssh wrapper that pins host keys, as the master's container sees it
 )
+CHECK_SECTIONS = {
+    "available frameworks": "frameworks",
+    "available controllers": "controllers",
+    "available tensor operations": "tensor_operations",
+}
+CHECK_LINE_RE = re.compile(r"^\s*\[(?P<mark>[ Xx])\]\s*(?P<name>\S.*?)\s*$")
+VERSION_RE = re.compile(r"Horovod v?(?P<version>[0-9][0-9A-Za-z.+-]*)")
+JOBS_SHOWN = 600
+
+
+def check_build(output: object) -> dict[str, Any]:
+    """What ``horovodrun --check-build`` printed: the version and, per section, the lower-cased names
+    marked ``[X]``."""
+    text = "" if output is None else str(output)
+    result: dict[str, Any] = {"version": "", "frameworks": [], "controllers": [], "tensor_operations": []}
+    version = VERSION_RE.search(text)
+    if version:
+        result["version"] = version.group("version").rstrip(":")
+    section: str | None = None
+    for line in text.splitlines():
+        heading = line.strip().rstrip(":").lower()
+        if heading in CHECK_SECTIONS:
+            section = CHECK_SECTIONS[heading]
+            continue
+        match = CHECK_LINE_RE.match(line)
+        if section and match and match.group("mark") in "Xx":
+            result[section].append(match.group("name").lower())
+    if not result["version"] and not any(result[s] for s in CHECK_SECTIONS.values()):
+        raise ValueError(
+            "this is not the output of 'horovodrun --check-build' (no version, no [X] lines): " + text[:200]
+        )
+    return result
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut at a word to at most `limit` characters, with "..." (as Jinja's truncate does)."""
+    if len(text) <= limit + 5:
+        return text
+    return text[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
 def _text(value: Any, limit: int) -> str:
@@ -122,7 +156,7 @@ def _nodes(report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: st
         try:
             probe = json.loads(remote["stdout"]) if remote is not None else report["local"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise AnsibleFilterError(f"horovod_preflight: no probe report for {host['name']}: {exc}") from exc
+            raise ValueError(f"no probe report for {host['name']}: {exc}") from exc
         own = (probe.get("addresses") or {}).get(host["address"]) or {}
         nodes.append(
             {
@@ -184,7 +218,9 @@ def _versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> lis
 
 def _images(_: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
     differs = [
-        f"{name} runs {image}" for name, image in sorted(s["other_image_ids"].items()) if image != s["master_image"]
+        f"{name} runs {image}"
+        for name, image in sorted(s["plan"]["other_image_ids"].items())
+        if image != s["master_image"]
     ]
     if not differs:
         return []
@@ -256,23 +292,35 @@ SECOND_STAGE = (_shares, _hostnames, _versions, _images, _named_interfaces, _fou
 def preflight(
     report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """{problems, horovod_version, network_interfaces, hosts, launchers}: ``problems`` is empty when the run
-    can start; ``hosts`` is each host's name, address, slots, hostname, interface and running jobs."""
+    """``{problems, fact, lines, busy, jobs}``: ``problems`` is empty when the run can start; ``fact`` is
+    horovod_launch_preflight (``hosts``: each host's name, address, slots, hostname, interface and running
+    jobs), ``lines`` its summary, ``busy`` the hosts where a job runs and ``jobs`` those jobs in one line."""
     missing = [key for key in SETTINGS if key not in settings]
     if missing:
-        raise AnsibleFilterError(f"horovod_preflight: settings lack {', '.join(missing)}")
+        raise ValueError(f"settings lack {', '.join(missing)}")
     if not isinstance(report, Mapping) or "local" not in report:
-        raise AnsibleFilterError("horovod_preflight: expects the report of files/horovod_probe.py")
-    result: dict[str, Any] = {
-        "problems": [],
+        raise ValueError("expects the report of files/horovod_probe.py")
+    plan = settings["plan"]
+    fact: dict[str, Any] = {
         "horovod_version": "",
+        "controller": settings["controller"],
+        "np": int(plan["np"]),
+        "slots": int(plan["total_slots"]),
+        "h": plan["h"],
         "network_interfaces": [],
         "hosts": [],
         "launchers": [],
+        "image": settings["master_image"],
+        "images_compared": len(plan["other_image_ids"]),
     }
-    problems = _first_stage(report, me, settings)
-    if problems:
-        result["problems"] = problems
+    result: dict[str, Any] = {
+        "problems": _first_stage(report, me, settings),
+        "fact": fact,
+        "lines": [],
+        "busy": [],
+        "jobs": "",
+    }
+    if result["problems"]:
         return result
     nodes = _nodes(report, hosts, me)
     # With no other host, horovodrun opens no connection, so there is no interface to choose.
@@ -280,28 +328,38 @@ def preflight(
     local = report["local"]
     rules = {**settings, "auto_nics": auto_nics, "local_version": local.get("horovod_version")}
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
-    result["horovod_version"] = local.get("horovod_version", "")
-    result["launchers"] = local.get("launchers") or []
+    fact["horovod_version"] = local.get("horovod_version", "")
+    fact["launchers"] = local.get("launchers") or []
     if settings["network_interfaces"]:
-        result["network_interfaces"] = list(settings["network_interfaces"])
+        fact["network_interfaces"] = list(settings["network_interfaces"])
     elif auto_nics:
-        result["network_interfaces"] = list(dict.fromkeys(n["interface"] for n in nodes))
-    result["hosts"] = [
-        {
-            "name": n["name"],
-            "address": n["address"],
-            "slots": n["slots"],
-            "hostname": n["probe"].get("hostname"),
-            "interface": n["interface"],
-            "jobs": job_processes(n["probe"].get("processes") or [], settings["idle_patterns"]),
-        }
-        for n in nodes
+        fact["network_interfaces"] = list(dict.fromkeys(n["interface"] for n in nodes))
+    try:
+        fact["hosts"] = [
+            {
+                "name": n["name"],
+                "address": n["address"],
+                "slots": n["slots"],
+                "hostname": n["probe"].get("hostname"),
+                "interface": n["interface"],
+                "jobs": jobs.jobs(n["probe"].get("processes") or [], settings["idle_patterns"]),
+            }
+            for n in nodes
+        ]
+    except jobs.PatternError as exc:
+        raise ValueError(str(exc)) from exc
+    busy = [h for h in fact["hosts"] if h["jobs"]]
+    result["busy"] = [h["name"] for h in busy]
+    result["jobs"] = truncate(" | ".join(f"{h['name']}: {'; '.join(h['jobs'])}" for h in busy), JOBS_SHOWN)
+    compared = fact["images_compared"]
+    result["lines"] = [
+        f"Horovod {fact['horovod_version']} ({fact['controller']}), np {fact['np']} of {fact['slots']} slots, "
+        f"-H {fact['h']}",
+        f"image: {fact['image']} ("
+        + (f"the same in the {compared} other containers compared" if compared else "no other container compared")
+        + ")",
+        f"network interfaces: {','.join(map(str, fact['network_interfaces'])) or '(none needed, one host)'}",
+        "hostnames: " + ", ".join(f"{h['name']} = {h['hostname']}" for h in fact["hosts"]),
+        f"running jobs: {result['jobs'] or 'none'}",
     ]
     return result
-
-
-class FilterModule:
-    """multinode.horovod launch preflight filter."""
-
-    def filters(self) -> dict[str, Any]:
-        return {"horovod_preflight": preflight}

@@ -1,0 +1,450 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What horovod_launch decides on the controller: the run's plan, its name and command line, how it went,
+and the table of runs. Behind the filters of plugins/filter/horovod_launch.py (unit-tested in
+tests/unit/test_horovod_launch_filters.py). The inputs have passed the role's input rules
+(horovod_launch_rules.py), so what those refuse raises ValueError here instead of being explained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_hosts
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import failed_rank
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
+
+# The run's environment (horovod_launch_env, which may hold secrets) lives outside the share, readable by
+# root only, in every node's container at this path while the run lasts: the launch script copies the
+# master's to the other nodes over the pinned ssh and removes them all when horovodrun ends. Each rank
+# loads it through the run's rank-env.sh, so the values are on no command line (horovodrun puts its own
+# environment on every rank's).
+ENV_FILE = "/root/.horovod-launch-{name}.env"
+RANK_ENV = "rank-env.sh"
+# An elastic run's hosts come from this script in its directory (files/horovod_discover.py), not from -H.
+DISCOVERY_SCRIPT = "discover-hosts.py"
+BUNDLED = "(bundled example)"
+# What defines a run; a change to any of them is another run (another default name). An elastic run's
+# bounds ("elastic") only where they are given, so that other runs keep their names.
+IDENTITY_KEYS = ("command", "code", "hosts", "np", "image", "env_names", "workdir", "controller", "extra_args")
+# The inputs of plan(): the role's variables without their prefix, and the master's inventory name.
+PLAN_KEYS = tuple(
+    "hosts np min_np max_np elastic elastic_cooldown workdir code_repo code_dest share_dir artifact_dir command "
+    "example_args env controller extra_args image_ids master".split()
+)
+# What run() is given besides the plan.
+RUN_KEYS = tuple(
+    "name code_commit code_version example_sha256 example_path image runs_dir nics ssh_port identity_file "
+    "start_timeout verbose timeout poll_interval tail_lines".split()
+)
+
+
+def plain(value: Any) -> Any:
+    """`value` with Ansible's string and container types turned into JSON's."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, int | float):
+        return value
+    return str(value)
+
+
+def _require(given: Any, keys: Iterable[str], what: str) -> Mapping[str, Any]:
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{what} expects a mapping, got {type(given).__name__}")
+    missing = [key for key in keys if key not in given]
+    if missing:
+        raise ValueError(f"{what}: missing {', '.join(missing)}")
+    return given
+
+
+def _count(value: Any, what: str) -> int:
+    number = whole(value)
+    if number is None or number < 0:
+        raise ValueError(f"{what} must be a whole number of 0 or more, got {value!r}")
+    return number
+
+
+def counts(hosts: Any, np: Any = 0, min_np: Any = 0, max_np: Any = 0) -> dict[str, int]:
+    """``{total_slots, np, min_np, max_np}``: np 0 is every slot; an elastic run goes on with at least
+    min_np (0: the first host's slots, at most np) and grows to max_np (0: every slot)."""
+    slots = [horovod_hosts.slot_count(h["slots"]) for h, _ in horovod_hosts.allocate(hosts)]
+    total = sum(s or 0 for s in slots)
+    run_np = _count(np, "np") or total
+    return {
+        "total_slots": total,
+        "np": run_np,
+        "min_np": _count(min_np, "min_np") or min(slots[0] or 0, run_np),
+        "max_np": _count(max_np, "max_np") or total,
+    }
+
+
+def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the role's inputs (PLAN_KEYS: its variables without the prefix, and ``master``) decide before
+    any host is read: the counts, the host of each rank and ``-H``, the working directory (the given one,
+    else the code checkout, else the artifact directory, else the share), the probe's arguments, the
+    image IDs to compare with the master's, and what defines the run but for its code and image."""
+    _require(inputs, PLAN_KEYS, "horovod_launch_plan")
+    hosts = inputs["hosts"]
+    numbers = counts(hosts, inputs["np"], inputs["min_np"], inputs["max_np"])
+    np = numbers["np"]
+    if inputs["workdir"]:
+        workdir = str(inputs["workdir"])
+    else:
+        workdir = str(inputs["code_dest"] if inputs["code_repo"] else inputs["artifact_dir"] or inputs["share_dir"])
+    command, example_args = list(inputs["command"] or []), list(inputs["example_args"] or [])
+    elastic = boolean(inputs["elastic"], strict=True)
+    cooldown = [int(value) for value in inputs["elastic_cooldown"]]
+    h = horovod_hosts.hosts_arg(hosts, np)
+    definition: dict[str, Any] = {
+        "command": command or [BUNDLED, *example_args],
+        "hosts": h,
+        "np": np,
+        "env_names": list((inputs["env"] or {}).keys()),
+        "workdir": workdir,
+        "controller": inputs["controller"],
+        "extra_args": list(inputs["extra_args"] or []),
+    }
+    if elastic:
+        definition["elastic"] = {"min_np": numbers["min_np"], "max_np": numbers["max_np"], "cooldown": cooldown}
+    shared = [d for d in (inputs["share_dir"], inputs["artifact_dir"]) if d]
+    return {
+        **numbers,
+        "rank_hosts": horovod_hosts.rank_hosts(hosts, np),
+        "h": h,
+        "workdir": workdir,
+        "hosts": [str(host["name"]) for host in hosts],
+        "elastic": elastic,
+        "cooldown": cooldown,
+        "command": [str(word) for word in command],
+        "example_args": [str(word) for word in example_args],
+        "code_repo": str(inputs["code_repo"] or ""),
+        "share_dir": str(inputs["share_dir"]),
+        "probe_args": [f"--{kind}={d}" for d in shared for kind in ("path", "share-marker")]
+        + [f"--host={host['name']}={host['address']}" for host in hosts],
+        "other_image_ids": {k: v for k, v in (inputs["image_ids"] or {}).items() if k != inputs["master"]},
+        "definition": definition,
+    }
+
+
+def run_id(definition: Mapping[str, Any]) -> str:
+    """``run-`` and 12 hex digits of the SHA-256 of what defines a run (IDENTITY_KEYS, and ``elastic`` for
+    an elastic run), whatever the order of its keys; ``env_names`` is compared as a set."""
+    missing = [key for key in IDENTITY_KEYS if key not in definition]
+    unknown = sorted(str(key) for key in definition if key not in (*IDENTITY_KEYS, "elastic"))
+    if missing or unknown:
+        raise ValueError(
+            f"horovod_run_id: give exactly the keys {', '.join(IDENTITY_KEYS)}"
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unknown {', '.join(unknown)}" if unknown else "")
+        )
+    values = plain(definition)
+    values["env_names"] = sorted(set(values["env_names"] or []))
+    digest = hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return "run-" + digest[:12]
+
+
+def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """horovodrun's command line, the command last.
+
+    ``-H`` names the hosts, or, for an elastic run, ``--min-np``/``--max-np``, the discovery script and the
+    cooldown range do. ``--output-filename`` (the rank logs in the run's directory) only with two processes
+    or more: horovodrun's Gloo launcher fails on it with one (log10(0) in _pad_rank), and that run's output
+    stays in launcher.log. A run with an environment starts every rank through its rank-env.sh.
+    """
+    np = int(the_plan["np"])
+    argv = ["horovodrun", "-np", str(np)]
+    if the_plan["elastic"]:
+        low, high = the_plan["cooldown"]
+        argv += ["--min-np", str(the_plan["min_np"]), "--max-np", str(the_plan["max_np"])]
+        argv += ["--host-discovery-script", run["discovery_script"]]
+        argv += ["--blacklist-cooldown-range", str(low), str(high)]
+    else:
+        argv += ["-H", the_plan["h"]]
+    argv += ["-p", str(run["ssh_port"]), "-i", str(run["identity_file"])]
+    argv += ["--start-timeout", str(run["start_timeout"]), f"--{the_plan['definition']['controller']}"]
+    if run["nics"]:
+        argv += ["--network-interfaces", ",".join(str(nic) for nic in run["nics"])]
+    if np > 1:
+        argv += ["--output-filename", run["dir"]]
+    if boolean(run["verbose"], strict=True):
+        argv.append("--verbose")
+    loader = ["sh", run["rank_env"]] if run["rank_env"] else []
+    return argv + [str(arg) for arg in the_plan["definition"]["extra_args"]] + loader + run["command"]
+
+
+def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The run: its name (given, else made from what defines it: the plan's definition, the code - the
+    checkout's commit or the bundled example's sha256 - and the master's image), its directory, files and
+    command line, and what the report of it needs (RUN_KEYS are given)."""
+    _require(given, RUN_KEYS, "horovod_launch_run")
+    if the_plan["code_repo"]:
+        code = str(given["code_commit"] or "")
+    else:
+        code = "" if the_plan["command"] else str(given["example_sha256"])
+    name = str(given["name"] or run_id({**the_plan["definition"], "code": code, "image": given["image"]}))
+    run_dir = f"{given['runs_dir']}/{name}"
+    output_dir = f"{the_plan['share_dir']}/outputs/{name}" if the_plan["elastic"] else f"{run_dir}/output"
+    timeout = int(given["timeout"])
+    bundled = ["python3", str(given["example_path"]), "--output-dir", output_dir, *the_plan["example_args"]]
+    command = the_plan["command"] or bundled
+    if the_plan["code_repo"]:
+        code_line = f"{the_plan['code_repo']} at {given['code_version']} ({given['code_commit'] or ''})"
+    else:
+        code_line = the_plan["workdir"]
+    out: dict[str, Any] = {
+        "name": name,
+        "dir": run_dir,
+        "output_dir": output_dir if not the_plan["command"] else "",
+        "command": command,
+        "rank_env": f"{run_dir}/{RANK_ENV}" if the_plan["definition"]["env_names"] else "",
+        "discovery_script": f"{run_dir}/{DISCOVERY_SCRIPT}",
+        "env_file": ENV_FILE.format(name=name),
+        "code_commit": str(given["code_commit"] or "") if the_plan["code_repo"] else "",
+        "code_line": code_line,
+        "timeout": timeout,
+        # Polls of one round of the wait (tasks/wait.yml): the run stops itself after its timeout (+60 s to
+        # kill it), so a little longer; without a timeout, an hour, and the wait includes itself again.
+        "polls": math.ceil((timeout + 120 if timeout > 0 else 3600) / int(given["poll_interval"])) + 1,
+        "tail_lines": int(given["tail_lines"]),
+        "start_timeout": int(given["start_timeout"]),
+        **{key: the_plan[key] for key in ("np", "h", "hosts", "rank_hosts", "workdir", "elastic")},
+    }
+    out["argv"] = horovodrun_argv(the_plan, {**given, **out})
+    return plain(out)
+
+
+def _quoted(command: Iterable[str]) -> str:
+    return " ".join(shlex.quote(str(word)) for word in command)
+
+
+def _result(run: Mapping[str, Any], started_now: bool, **more: Any) -> dict[str, Any]:
+    """horovod_launch_result: what every run has, and `more`."""
+    fixed = {key: run[key] for key in ("np", "h", "hosts", "rank_hosts", "command", "workdir")}
+    return {"run_name": run["name"], "run_dir": run["dir"], "started_now": started_now, **fixed,
+            "launcher_log": f"{run['dir']}/launcher.log", **more}  # fmt: skip
+
+
+def _running(run: Mapping[str, Any], started_now: bool, up: Mapping[str, Any]) -> dict[str, Any]:
+    """The report of a run that goes on (horovod_launch_wait false), from horovod_run.py's ``up`` answer."""
+    name, run_dir = run["name"], run["dir"]
+    problem = ""
+    if up.get("state") != "up":
+        unreachable = f", unreachable: {json.dumps(up['errors'])}" if up.get("errors") else ""
+        problem = (
+            f"Run {name}: only ranks {', '.join(str(r) for r in up.get('ranks') or []) or 'none'} of {run['np']} "
+            f"were seen running within {run['start_timeout'] + 30} s (by host: {json.dumps(up.get('by_host'))}"
+            f"{unreachable}). Read {run_dir}/launcher.log; stop it with playbooks/stop.yml "
+            f"-e horovod_run_name={name}."
+        )
+    result = _result(run, started_now, state="running", rc=None, succeeded=None, ranks_up=up.get("ranks") or [])
+    lines = [
+        f"Run {name} {'started' if started_now else 'runs'}: all {run['np']} ranks run on "
+        f"{', '.join(dict.fromkeys(run['rank_hosts']))}; not waiting for it.",
+        f"follow it: tail -f {run_dir}/launcher.log (ranks: {run_dir}/rank.<N>/)",
+        "all runs: ansible-playbook playbooks/status.yml -i INVENTORY",
+        f"stop it: ansible-playbook playbooks/stop.yml -i INVENTORY -e horovod_run_name={name}",
+    ]
+    return {"problem": problem, "result": result, "lines": lines, "failure": ""}
+
+
+def _ended(
+    run: Mapping[str, Any], started_now: bool, end: Mapping[str, Any], info: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The report of a run that was waited for: `end` is the last answer of files/horovod_progress.py,
+    `info` what multinode.horovod.horovod_run_info read in the run's directory after it."""
+    name, run_dir = run["name"], run["dir"]
+    if not end.get("ended"):
+        return {
+            "problem": f"Run {name} did not end within horovod_launch_timeout ({run['timeout']} s) and the time to "
+            f"stop it; last seen: {end.get('line', '')}.",
+            "result": {},
+            "lines": [],
+            "failure": "",
+        }
+    rc, stopped = int(end["rc"]), bool(end.get("stopped"))
+    timed_out = rc == 124 and run["timeout"] > 0
+    rank = info.get("failed_rank") if rc != 0 else None
+    hosts = run["rank_hosts"]
+    failed_host = hosts[rank] if rank is not None and rank < len(hosts) else None
+    sets = info.get("host_sets") or []
+    result = _result(
+        run,
+        started_now,
+        state="stopped" if stopped else ("finished" if rc == 0 else "failed"),
+        rc=rc,
+        succeeded=rc == 0,
+        stopped=stopped,
+        timed_out=timed_out,
+        duration_s=int(end.get("duration_s") or 0),
+        # Seconds between the end of the run and the role noticing it (meaningful for a run it waited for).
+        end_seen_after_s=float(end.get("end_seen_after_s") or 0),
+        code_commit=run["code_commit"],
+        output_dir=run["output_dir"],
+        rank_logs=[f"{run_dir}/rank.N/stdout", f"{run_dir}/rank.N/stderr"] if run["np"] > 1 else [],
+        host_sets=sets,
+        elastic=bool(info.get("elastic")),
+        failed_rank=rank,
+        failed_host=failed_host,
+    )
+    if rc == 0:
+        verdict = "succeeded"
+    elif timed_out:
+        verdict = "stopped by the timeout"
+    else:
+        verdict = "stopped (playbooks/stop.yml)" if stopped else "failed"
+    again = (
+        f" (its end seen {result['end_seen_after_s']} s after it)" if started_now else " (started earlier, not again)"
+    )
+    elastic = (
+        "elastic, host sets: " + " -> ".join(", ".join(s["hosts"]) or "none" for s in sets) + f" ({run_dir}/hosts.log)"
+        if result["elastic"]
+        else "not elastic"
+    )
+    rank_logs = f", {run_dir}/rank.<N>/{{stdout,stderr}}" if run["np"] > 1 else ""
+    lines = [
+        f"Run {name}: {verdict}, rc {rc}, after {result['duration_s']} s{again}",
+        f"np {run['np']} on {', '.join(dict.fromkeys(hosts))} (-H {run['h']})",
+        f"command: {_quoted(run['command'])} (in {run['workdir']})",
+        elastic,
+        f"logs: {result['launcher_log']}{rank_logs}",
+        f"code: {run['code_line']}",
+    ]
+    failure = ""
+    if rc != 0:
+        if timed_out:
+            how = f"was stopped after horovod_launch_timeout ({run['timeout']} s)"
+        elif stopped:
+            how = "was stopped by playbooks/stop.yml (horovod_launch_rerun: true starts it again)"
+        else:
+            how = "failed"
+        who = ""
+        if rank is not None:
+            code = info.get("failed_exit_code")
+            who = f"; rank {rank} (on {failed_host}) failed first" + (
+                f" with exit code {code}" if code is not None else ""
+            )
+        if info.get("rank_output"):
+            tail = f"Last lines of rank {rank}'s output:\n{info['rank_output']}"
+        else:
+            tail = f"Last lines of {result['launcher_log']}:\n{info.get('launcher_tail') or ''}"
+        failure = f"Run {name} {how}: horovodrun exited with rc {rc}{who}.\n{tail}\nAll logs: {run_dir}"
+    return {"problem": "", "result": result, "lines": lines, "failure": failure}
+
+
+def report(
+    run: Mapping[str, Any],
+    started_now: Any,
+    *,
+    up: Mapping[str, Any] | None = None,
+    end: Mapping[str, Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``{problem, result, lines, failure}`` of a run (the output of :func:`run`): with `up`, one that goes on;
+    with `end` and `info`, one that was waited for. ``problem`` (the run is not where it should be) stops the
+    role; ``result`` is horovod_launch_result, ``lines`` the summary, ``failure`` the failed run's message."""
+    started = boolean(started_now, strict=True)
+    if up is not None:
+        return plain(_running(run, started, up))
+    if end is None or info is None:
+        raise ValueError("horovod_launch_report: give up, or end and info")
+    return plain(_ended(run, started, end, info))
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        return "-"
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h{minutes:02d}m"
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def run_status(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The runs horovod_run.py's ``status`` reported, each with failed_rank, failed_host and a one-line summary."""
+    out = []
+    for given in runs or []:
+        if not isinstance(given, Mapping) or "name" not in given or "state" not in given:
+            raise ValueError(f"horovod_run_status: {given!r} is not a run of the status helper")
+        item = dict(given)
+        rank = failed_rank(item.pop("log_tail", "")) if given["state"] == "failed" else None
+        hosts = list(given.get("rank_hosts") or [])
+        item["failed_rank"] = rank
+        item["failed_host"] = hosts[rank] if rank is not None and rank < len(hosts) else None
+        parts = [f"{given['name']}: {given['state']}", _duration(given.get("duration_s"))]
+        if given.get("rc") is not None:
+            parts.append(f"rc {given['rc']}")
+        if rank is not None:
+            parts.append(f"rank {rank} failed first" + (f" (on {item['failed_host']})" if item["failed_host"] else ""))
+        if given.get("elastic"):
+            now = ", ".join(given.get("current_hosts") or []) or "none"
+            parts.append(
+                f"elastic, hosts {'now' if given['state'] == 'running' else 'last'}: {now} "
+                f"({given.get('host_sets', 0)} host sets)"
+            )
+        last = given.get("last_line") or ""
+        item["summary"] = ", ".join(parts) + (f" | {last}" if last else "")
+        out.append(item)
+    return plain(out)
+
+
+# A full commit id: SHA-1 (40 hex digits) or SHA-256 (64). A shorter prefix is not a pin: it can become
+# ambiguous as the repository grows, and git ls-remote cannot confirm it.
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+REF_PROBLEMS = {
+    "branch": "is a branch: it moves with new commits, so nodes and re-runs could run other code",
+    "ambiguous": "names both a tag and a branch; write refs/tags/{ref} (or refs/heads/...) to say which",
+    "missing": "is neither a tag nor a branch (a shortened commit id is not enough either)",
+}
+
+
+def code_ref_kind(ls_remote: str, version: str) -> str:
+    """``commit`` (a full commit id, by its shape), ``tag``, ``branch``, ``ambiguous`` (a tag and a branch of
+    that name) or ``missing``, from the output of ``git ls-remote --tags --heads REPO``."""
+    ref = version.strip()
+    if FULL_COMMIT.fullmatch(ref):
+        return "commit"
+    refs = {
+        parts[1].strip().removesuffix("^{}")
+        for parts in (line.split("\t") for line in ls_remote.splitlines())
+        if len(parts) == 2
+    }
+    if ref.startswith("refs/tags/"):
+        return "tag" if ref in refs else "missing"
+    if ref.startswith("refs/heads/"):
+        return "branch" if ref in refs else "missing"
+    tag, branch = f"refs/tags/{ref}" in refs, f"refs/heads/{ref}" in refs
+    if tag and branch:
+        return "ambiguous"
+    if tag:
+        return "tag"
+    return "branch" if branch else "missing"
+
+
+def code_ref(ls_remote: Any, version: Any, repo: Any = "", allow_branch: Any = False) -> dict[str, str]:
+    """``{kind, problem}`` of horovod_launch_code_version (:func:`code_ref_kind`); ``problem`` is empty for
+    a tag or a full commit id, and for a branch when `allow_branch`."""
+    if not isinstance(ls_remote, str) or not isinstance(version, str):
+        raise ValueError("horovod_code_ref: expects the text of git ls-remote and a ref name")
+    kind = code_ref_kind(ls_remote, version)
+    if kind in ("tag", "commit") or (kind == "branch" and boolean(allow_branch, strict=True)):
+        return {"kind": kind, "problem": ""}
+    how = REF_PROBLEMS[kind].format(ref=version)
+    hint = ", or set horovod_launch_code_allow_branch: true to follow the branch" if kind == "branch" else ""
+    problem = (
+        f"horovod_launch_code_version is '{version}', which in {repo} {how}. Set it to a tag or a full commit id "
+        f"(git rev-parse {version} in a clone prints it){hint}."
+    )
+    return {"kind": kind, "problem": problem}
