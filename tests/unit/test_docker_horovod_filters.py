@@ -191,6 +191,7 @@ def test_filter_names() -> None:
         "docker_horovod_daemon_plan",
         "docker_horovod_pip_missing",
         "docker_horovod_pip_plan",
+        "job_processes",
     }
 
 
