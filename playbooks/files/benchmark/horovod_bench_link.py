@@ -3,16 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Measure the links between the cluster's containers with iperf3, from the master's container.
 
-playbooks/benchmark.yml runs it through ``docker exec`` as ``python3 -c CODE PLAN``, PLAN being the
-``link`` of the benchmark's plan as JSON: local (this host's name), hosts ({name: address}), pairs
-([{client, server, kind}]), ssh_argv (how the containers reach each other: the pinned host keys, as
-horovodrun), port, seconds, streams. The containers run with the host's network, so binding to a node's
-cluster address measures the interface Horovod uses.
-
-Every host must have iperf3, else nothing is measured and ``reason`` names the hosts. For each pair in
-turn, an iperf3 server serves one client and exits (``-1``, under ``timeout`` so that it never outlives
-the measurement), and the receiver's rate is kept. Afterwards ``left`` names any iperf3 server of this
-port still running. Prints one JSON object.
+Run as ``python3 -c CODE PLAN`` (playbooks/benchmark.yml), PLAN being the plan's ``link`` as JSON
+(plugins/module_utils/horovod_bench.py). The containers run with the host's network, so binding to a
+node's cluster address measures the interface Horovod uses; the others are reached over the
+containers' ssh with the pinned host keys, as horovodrun does. Every host must have iperf3, else
+nothing is measured and ``reason`` names the hosts. Each iperf3 server serves one client and exits,
+under ``timeout``; ``left`` names any server still running afterwards. Prints one JSON object.
 """
 
 from __future__ import annotations

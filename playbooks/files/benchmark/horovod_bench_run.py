@@ -3,16 +3,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Time Horovod's allreduce over message sizes, or train a model on synthetic data, as training runs.
 
-playbooks/benchmark.yml runs it through multinode.horovod.horovod_launch, with the hosts, slots, ssh
-port and network interfaces of training. Tensors live on the GPU of each process's local rank when one
-is visible (NCCL), else on the CPU (Gloo). Rank 0 writes its result as JSON into the run directory
-(HOROVOD_LAUNCH_RUN_DIR, or --output-dir); the controller computes the rates from it
-(plugins/module_utils/horovod_bench.py).
+playbooks/benchmark.yml runs it through multinode.horovod.horovod_launch. Tensors live on the GPU of
+each process's local rank when one is visible (NCCL), else on the CPU (Gloo). Rank 0 writes the result
+as JSON into the run directory (HOROVOD_LAUNCH_RUN_DIR, or --output-dir); the controller computes the
+rates (plugins/module_utils/horovod_bench.py).
 
 allreduce: a float32 sum per size: a few to warm up, one timed alone to choose how many fit in
---seconds (at most --iters; rank 0 decides for all), then those, timed together (allreduce.json).
-synthetic: Horovod's examples/pytorch/pytorch_synthetic_benchmark.py: a torchvision model trained on
-one random batch with DistributedOptimizer, --batches timed after --warmup-batches (synthetic.json).
+--seconds (at most --iters; rank 0 decides for all), then those, timed together.
+synthetic: as Horovod's examples/pytorch/pytorch_synthetic_benchmark.py, a torchvision model trained
+on one random batch with DistributedOptimizer, --batches timed after --warmup-batches.
 """
 
 from __future__ import annotations
