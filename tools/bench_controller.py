@@ -3,40 +3,34 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The site's controller-side work on generated clusters of 1 to 64 nodes, without contacting a host.
 
-Three parts, each an `ansible-playbook` run timed on its own, per cluster size:
+Each part is an `ansible-playbook` run, timed on its own, per cluster size:
 
 - gate: `site.yml --tags validate --skip-tags probe` on an inventory of one master and N-1 workers on
   TEST-NET addresses nothing answers (the whole inventory validated on the controller);
-- host lists: the site's node list (cluster_nodes over hostvars), the launch role's plan (counts, -H,
-  the host of each rank) and hostfile, templated as the plays do, on the master; then, on every node,
-  what the site's plays template there from the node list (container_sshd's listen and allow lists
-  with the sshd play's own tasks, the NFS mounts' server), read from playbooks/site.yml;
-- ssh pin set: ssh_trust's own controller-side tasks (read from the role: the node list, the input check,
-  the key nodes, the changed host keys, the keys to authorise and remove, the from= list, the known_hosts
-  and client config rendered once), on every node, with ssh_trust_nodes as the site builds it (over every
-  node's hostvars) and facts that stand for what the role reads on the hosts (one host
-  key per node, all pinned);
-- baseline: the same play with as many empty tasks, each on the hosts its task runs on (every node, or one
-  for a run_once task): Ansible's own cost per host and task (it starts a worker for every host and task,
-  even a set_fact), to tell the pin set's own work from it.
+- host lists: the site's node list, the launch role's plan and hostfile, templated on the master; then,
+  on every node, what the site's plays template there from the node list (container_sshd's listen and
+  allow lists with the sshd play's own tasks, the NFS mounts' server), taken from playbooks/site.yml;
+- ssh pin set: ssh_trust's controller-side tasks (every set_fact and assert of the files where it decides),
+  on every node, with ssh_trust_nodes as the site builds it and facts that stand for what the role reads
+  on the hosts (one host key per node, all pinned);
+- baseline: the same play with as many empty tasks, each on the hosts its task runs on: Ansible's own
+  cost per host and task, to tell the pin set's own work from it.
 
-Each of the last three playbooks starts with the gate's play for partial runs, as every run of the site
-does: its `hosts:` templates one of the collection's filters in ansible-playbook's main process, so the
-workers forked for every host and task find the collection's filter files loaded (without it each worker
-that templates one loads them all again, a cost per host and task that the site never pays).
-
-The N nodes of the last three are inventory names with `ansible_connection: local`: the tasks are
-controller-side (set_fact, templates), so nothing connects anywhere. Printed, not asserted: the time per
-size, the time per node added, how the last step's per-node cost compares with the first's (about 1 when
-the work grows linearly; a quadratic part makes it grow with the size), the least-squares fit
-a + b*N + c*N^2 over all sizes with the share of the N^2 part at the largest size (less noisy than two
-steps), and the pin set's own work per node at each size.
+The plays and tasks are found by what they do (the play that runs a role, a task's module), not by their
+names, and a missing one stops the run with what is missing. Each of the last three playbooks starts
+with the gate's play for partial runs, as every run of the site does: its `hosts:` templates one of the
+collection's filters in ansible-playbook's own process, so the workers forked for every host and task
+find the collection's filter files loaded, as in the site. The N nodes are inventory names with
+`ansible_connection: local`. Printed, not asserted: the time per size and per node added, the ratio of
+the last step's per-node cost to the first's (about 1 when the work grows linearly), the least-squares
+fit a + b*N + c*N^2 with the share of the N^2 part at the largest size, and the pin set's own work per node.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -50,25 +44,20 @@ REPO = Path(__file__).resolve().parent.parent
 SSH_TRUST = REPO / "roles" / "ssh_trust"
 PARTS = ("gate", "host lists", "ssh pin set", "baseline")
 # Seconds added from the smallest to the largest size below which a part is flat: the runs' noise on a
-# 2-core machine (the same run varies by about 0.3 s), which a fit would read as a curve.
+# 2-core machine, which a fit would read as a curve.
 FLAT = 0.5
 # The port in the pins: any (nothing listens), only the known_hosts lines carry it.
 PORT = 2222
-# The role's decision tasks, by file and name, as tests/unit/test_ssh_trust_filters.py runs them.
-SSH_TRUST_TASKS = {
-    "assert.yml": [
-        "Read the node list once for the whole play",
-        "Check the node list once, with the first host's settings",
-        "Check the role's inputs",
-        "Name the nodes and those that hold a key",
-    ],
-    "pins.yml": ["Find nodes whose host key differs from the pinned one"],
-    "main.yml": [
-        "Collect the key nodes' public keys and the nodes' addresses",
-        "Decide which keys to remove, and from where",
-        "Render the pinned known_hosts and the ssh client configuration once for every node",
-    ],
-}
+# ssh_trust's files where it decides; their set_fact and assert tasks connect to no host.
+SSH_TRUST_FILES = ("assert.yml", "pins.yml", "main.yml")
+CONTROLLER_MODULES = ("ansible.builtin.set_fact", "ansible.builtin.assert")
+# The ansible-playbook of the Python that runs this tool (a virtualenv's, active or not), else PATH's.
+_BESIDE = Path(sys.executable).with_name("ansible-playbook")
+ANSIBLE_PLAYBOOK = str(_BESIDE) if _BESIDE.is_file() else "ansible-playbook"
+
+
+def missing(what: str) -> SystemExit:
+    return SystemExit(f"bench_controller: {what}; update tools/bench_controller.py to the playbooks and roles")
 
 
 def names(nodes: int) -> list[str]:
@@ -118,32 +107,42 @@ def local_inventory(nodes: int, path: Path) -> Path:
     return write_inventory(hosts, {"horovod_slots": 8}, path)
 
 
-def site_play(name: str, playbook: str = "site.yml") -> dict[str, Any]:
-    """A play of playbooks/site.yml (or another playbook there), by name."""
-    plays = yaml.safe_load((REPO / "playbooks" / playbook).read_text())
-    return next(play for play in plays if play.get("name") == name)
+def plays(playbook: str) -> list[dict[str, Any]]:
+    return yaml.safe_load((REPO / "playbooks" / playbook).read_text())
 
 
-def after_gate(plays: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`plays` after the gate's play for partial runs, which every run of the site goes through first (on a
-    sound inventory it has no hosts; its `hosts:` loads the collection's filters in the main process)."""
-    return [site_play("Validate the inventory on partial runs", "gate.yml"), *plays]
+def role_play(role: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The play of playbooks/site.yml that runs `role`, and the variables it hands to the role."""
+    for play in plays("site.yml"):
+        for task in play.get("tasks", []):
+            if task.get("ansible.builtin.include_role", {}).get("name") == f"multinode.horovod.{role}":
+                return play, task.get("vars", {})
+    raise missing(f"no play of playbooks/site.yml includes multinode.horovod.{role}")
 
 
-def role_vars(play: dict[str, Any], role: str) -> dict[str, Any]:
-    """The variables a play of the site hands to `role` (its include_role task's vars)."""
-    task = next(t for t in play["tasks"] if t.get("ansible.builtin.include_role", {}).get("name", "").endswith(role))
-    return task["vars"]
+def role_input(role: str, name: str) -> Any:
+    given = role_play(role)[1]
+    if name not in given:
+        raise missing(f"playbooks/site.yml does not hand {name} to {role}")
+    return given[name]
+
+
+def after_gate(plays_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`plays_` after the gate's play for partial runs (the play of playbooks/gate.yml whose `hosts:` a
+    collection's filter templates), which every run of the site goes through first."""
+    gate = [play for play in plays("gate.yml") if "multinode.horovod." in str(play.get("hosts", ""))]
+    if not gate:
+        raise missing("playbooks/gate.yml has no play whose hosts: templates a filter of the collection")
+    return [gate[0], *plays_]
 
 
 def per_node_lists_play() -> dict[str, Any]:
     """What the site templates from the node list on every node, as its plays write it: container_sshd's
     listen and allow lists (the sshd play's own tasks before the role, then the role's two lists) and
     the NFS mounts' server (the mount play's nfs_client_mounts)."""
-    sshd = site_play("Start sshd in the container")
+    sshd, _ = role_play("container_sshd")
     own = [task for task in sshd["tasks"] if "ansible.builtin.include_role" not in task]
-    lists = role_vars(sshd, "container_sshd")
-    mounts = role_vars(site_play("Mount the share"), "nfs_client")["nfs_client_mounts"]
+    mounts = role_input("nfs_client", "nfs_client_mounts")
     return {
         "name": "The site's per-node host lists",
         "hosts": "horovod_cluster",
@@ -155,8 +154,8 @@ def per_node_lists_play() -> dict[str, Any]:
             {
                 "name": "Template container_sshd's address lists and the NFS mounts",
                 "ansible.builtin.set_fact": {
-                    "__listen": lists["container_sshd_listen_addresses"],
-                    "__allow": lists["container_sshd_allow_from"],
+                    "__listen": role_input("container_sshd", "container_sshd_listen_addresses"),
+                    "__allow": role_input("container_sshd", "container_sshd_allow_from"),
                     "__mounts": mounts,
                 },
             },
@@ -224,28 +223,43 @@ def host_lists_play() -> list[dict[str, Any]]:
 def site_ssh_trust_vars() -> dict[str, Any]:
     """The variables the site hands to ssh_trust (playbooks/site.yml), as it writes them: ssh_trust_nodes
     is built from every node's hostvars (vars/cluster.yml), which the role reads as the site runs it."""
-    given = role_vars(site_play("Trust the master's key"), "ssh_trust")
-    return {name: given[name] for name in ("ssh_trust_nodes", "ssh_trust_master", "ssh_trust_mesh")}
+    return {name: role_input("ssh_trust", name) for name in ("ssh_trust_nodes", "ssh_trust_master", "ssh_trust_mesh")}
+
+
+def ssh_trust_tasks() -> list[dict[str, Any]]:
+    """Every set_fact and assert of ssh_trust's deciding files, in the order the role runs them."""
+    tasks = []
+    for name in SSH_TRUST_FILES:
+        path = SSH_TRUST / "tasks" / name
+        if not path.is_file():
+            raise missing(f"{path.relative_to(REPO)} is gone")
+        tasks += [task for task in yaml.safe_load(path.read_text()) if any(m in task for m in CONTROLLER_MODULES)]
+    return tasks
+
+
+def role_templates(value: Any) -> Any:
+    """`value` with each template lookup of a file of ssh_trust given its path (outside the role it needs one)."""
+    if isinstance(value, str):
+        return re.sub(
+            r"(lookup\('ansible\.builtin\.template', ')([^'/]+')", rf"\g<1>{SSH_TRUST}/templates/\g<2>", value
+        )
+    if isinstance(value, dict):
+        return {key: role_templates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [role_templates(item) for item in value]
+    return value
 
 
 def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
-    """ssh_trust's decision tasks and both templates on every node, with the site's ssh_trust_nodes and
-    with what the role would have read from the hosts."""
-    role_tasks = []
-    for path, wanted in SSH_TRUST_TASKS.items():
-        tasks = yaml.safe_load((SSH_TRUST / "tasks" / path).read_text())
-        role_tasks += [next(task for task in tasks if task["name"] == name) for name in wanted]
-    # Outside the role, a template lookup needs the template's own path.
-    role_tasks = yaml.safe_load(
-        yaml.safe_dump(role_tasks)
-        .replace("'ssh_config.j2'", "'%s'" % (SSH_TRUST / "templates" / "ssh_config.j2"))
-        .replace("'known_hosts.j2'", "'%s'" % (SSH_TRUST / "templates" / "known_hosts.j2"))
-    )
+    """ssh_trust's controller-side tasks and both templates on every node, with the site's ssh_trust_nodes
+    and with what the role would have read from the hosts."""
+    role_tasks = role_templates(ssh_trust_tasks())
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{}"
     facts = {
         "name": "Stand for what the role reads on the hosts: one host key per node, every node pinned",
         "ansible.builtin.set_fact": {
             "__ssh_trust_host_keys": [key.format("host-{{ inventory_hostname }}")],
+            "__ssh_trust_bad_host_keys": [],
             "__ssh_trust_pinned_lines": (
                 "{{ groups['horovod_cluster'] | map('regex_replace', '^(.*)$',"
                 f" '[\\\\1]:{PORT} {key.format('host-')}\\\\1') | list }}}}"
@@ -322,8 +336,17 @@ def quadratic_fit(rows: list[tuple[int, float]]) -> tuple[float, float, float]:
     return a, b, c
 
 
-def timed(argv: list[str]) -> float:
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"))
+def collections_dir(tmp: Path) -> Path:
+    """A collections directory in `tmp` that holds this checkout as multinode.horovod: the runs find the
+    collection's plugins whether or not `make venv` linked it or a copy is installed."""
+    link = tmp / "collections" / "ansible_collections" / "multinode/horovod"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(REPO, target_is_directory=True)
+    return tmp / "collections"
+
+
+def timed(argv: list[str], collections: Path) -> float:
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(collections))
     start = time.monotonic()
     res = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
     took = time.monotonic() - start
@@ -343,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[tuple[int, float]]] = {part: [] for part in parts}
     with tempfile.TemporaryDirectory(prefix="mnh-bench-controller-") as tmp_dir:
         tmp = Path(tmp_dir)
+        collections = collections_dir(tmp)
         for size in sizes:
             gate_inv = gate_inventory(size, tmp / f"gate-{size}.yml")
             local_inv = local_inventory(size, tmp / f"local-{size}.yml")
@@ -354,15 +378,15 @@ def main(argv: list[str] | None = None) -> int:
                 (tmp / f"{name}-{size}.yml").write_text(yaml.safe_dump(after_gate(plays), sort_keys=False))
             runs = {
                 "gate": [
-                    "ansible-playbook", "site.yml", "-i", str(gate_inv), "--tags", "validate", "--skip-tags", "probe",
+                    ANSIBLE_PLAYBOOK, "site.yml", "-i", str(gate_inv), "--tags", "validate", "--skip-tags", "probe",
                 ],
-                "host lists": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"lists-{size}.yml")],
-                "ssh pin set": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"ssh-{size}.yml")],
-                "baseline": ["ansible-playbook", "-i", str(local_inv), str(tmp / f"base-{size}.yml")],
+                "host lists": [ANSIBLE_PLAYBOOK, "-i", str(local_inv), str(tmp / f"lists-{size}.yml")],
+                "ssh pin set": [ANSIBLE_PLAYBOOK, "-i", str(local_inv), str(tmp / f"ssh-{size}.yml")],
+                "baseline": [ANSIBLE_PLAYBOOK, "-i", str(local_inv), str(tmp / f"base-{size}.yml")],
             }  # fmt: skip
             line = []
             for part in parts:
-                best = min(timed(runs[part]) for _ in range(args.repeat))
+                best = min(timed(runs[part], collections) for _ in range(args.repeat))
                 results[part].append((size, best))
                 line.append(f"{part} {best:5.2f}s")
             print(f"[bench-controller] {size:3d} nodes: " + ", ".join(line), flush=True)

@@ -1,23 +1,21 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The benchmark playbook's decisions: its settings, what it measures, and the report it writes.
+"""The decisions of playbooks/benchmark.yml (docs/benchmark.md): its settings and plan, the report.
 
-``playbooks/benchmark.yml`` measures a ready cluster (docs/benchmark.md): the link between the nodes
-(iperf3 in the containers, every worker to the master and a ring), Horovod's allreduce over a sweep of
-message sizes, and the images per second of a synthetic training benchmark at one process and at all
-slots. The playbook runs the measurements; everything it decides or computes is here, unit-tested
-(tests/unit/test_horovod_bench.py): the settings with their defaults (``SETTINGS``, also the names the
-gate knows), the measurement plan, algorithm and bus bandwidth, the link ratio, the scaling
-efficiency, the report (schema ``SCHEMA``) and its markdown table, and the sanity checks of a report.
+The playbook runs the measurements; this module says what to measure and how (``plan``), turns what
+the measuring scripts wrote into the report, its table and the play's last lines (``report``), and
+judges a report's shape and numbers (``sanity``).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.defaults import SSH_KEY_FILE
@@ -25,61 +23,46 @@ from ansible_collections.multinode.horovod.plugins.module_utils.numbers import w
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
-RUN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
-SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
-UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 STEPS = ("link", "allreduce", "synthetic")
 DEVICES = ("auto", "cpu", "cuda")
-# A bus bandwidth above this many times the link rate is not a measurement of the link (docs/benchmark.md).
+# A ring allreduce cannot beat its links; 4 leaves room for ranks that share a node and for iperf3's
+# TCP overhead (docs/benchmark.md).
 MAX_BUSBW_TO_LINK = 4.0
+# The playbook's switches (-e NAME=VALUE) and their defaults; the type is the default's. The gate
+# knows these names (gate.PLAYBOOK_SWITCHES); docs/benchmark.md says what each one means.
+SETTINGS: dict[str, Any] = {
+    "horovod_bench_name": "",
+    "horovod_bench_dir": "",
+    "horovod_bench_fetch_dir": "",
+    "horovod_bench_steps": list(STEPS),
+    "horovod_bench_device": "auto",
+    "horovod_bench_timeout": 3600,
+    "horovod_bench_link_port": 5201,
+    "horovod_bench_link_seconds": 5,
+    "horovod_bench_link_streams": 4,
+    "horovod_bench_allreduce_min_bytes": 1024,
+    "horovod_bench_allreduce_max_bytes": 256 * 1024**2,
+    "horovod_bench_allreduce_factor": 2,
+    "horovod_bench_allreduce_iters": 50,
+    "horovod_bench_allreduce_seconds": 2,
+    "horovod_bench_synthetic_model": "resnet50",
+    "horovod_bench_synthetic_batch_size": 32,
+    "horovod_bench_synthetic_image_size": 224,
+    "horovod_bench_synthetic_warmup_batches": 10,
+    "horovod_bench_synthetic_batches": 50,
+}
+SETTING_NAMES: tuple[str, ...] = tuple(SETTINGS)
+_SIZES = ("horovod_bench_allreduce_min_bytes", "horovod_bench_allreduce_max_bytes")
+# Every other whole-number setting is 1 or more (the port: a TCP port).
+_LEAST = {"horovod_bench_synthetic_warmup_batches": 0, "horovod_bench_allreduce_factor": 2}
+_RUN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
+_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+# ssh as horovodrun uses it between the containers: the pinned host key, no prompt.
+_SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10")
 # What the report keeps of each host of the launch preflight (horovod_launch_preflight.hosts).
-HOST_KEYS = ("name", "address", "slots", "hostname", "interface")
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    kind: type
-    default: Any
-    doc: str
-
-
-# The playbook's switches (-e NAME=VALUE), each with its type and default: the one table. The gate
-# knows these names (gate.PLAYBOOK_SWITCHES), docs/benchmark.md shows them.
-SETTINGS: tuple[Setting, ...] = (
-    Setting("horovod_bench_name", str, "", "name of this benchmark; empty: bench-<UTC date and time>"),
-    Setting("horovod_bench_dir", str, "", "directory of the reports on the share; empty: <share>/benchmarks"),
-    Setting("horovod_bench_fetch_dir", str, "", "directory on the controller; empty: ./benchmarks"),
-    Setting("horovod_bench_steps", list, list(STEPS), "what to measure, any of link, allreduce, synthetic"),
-    Setting("horovod_bench_device", str, "auto", "auto (cuda when the ranks see a GPU), cpu or cuda"),
-    Setting("horovod_bench_timeout", int, 3600, "seconds each Horovod run may take"),
-    Setting("horovod_bench_link_port", int, 5201, "TCP port of the short-lived iperf3 server"),
-    Setting("horovod_bench_link_seconds", int, 5, "seconds of each iperf3 measurement"),
-    Setting("horovod_bench_link_streams", int, 4, "parallel TCP streams of each iperf3 measurement"),
-    Setting("horovod_bench_allreduce_min_bytes", int, 1024, "smallest allreduce message (float32)"),
-    Setting("horovod_bench_allreduce_max_bytes", int, 256 * 1024**2, "largest allreduce message"),
-    Setting("horovod_bench_allreduce_factor", int, 2, "each message size is the previous one times this"),
-    Setting("horovod_bench_allreduce_iters", int, 50, "most timed allreduces per size"),
-    Setting("horovod_bench_allreduce_seconds", int, 2, "time per size the timed allreduces aim at"),
-    Setting("horovod_bench_synthetic_model", str, "resnet50", "torchvision model of the synthetic benchmark"),
-    Setting("horovod_bench_synthetic_batch_size", int, 32, "images per batch and process"),
-    Setting("horovod_bench_synthetic_image_size", int, 224, "height and width of the synthetic images"),
-    Setting("horovod_bench_synthetic_warmup_batches", int, 10, "batches before the timing starts"),
-    Setting("horovod_bench_synthetic_batches", int, 50, "timed batches per process"),
-)
-SETTING_NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS)
-SIZE_SETTINGS = ("horovod_bench_allreduce_min_bytes", "horovod_bench_allreduce_max_bytes")
-POSITIVE_INTS = (
-    "horovod_bench_timeout",
-    "horovod_bench_link_seconds",
-    "horovod_bench_link_streams",
-    "horovod_bench_allreduce_iters",
-    "horovod_bench_allreduce_seconds",
-    "horovod_bench_synthetic_batch_size",
-    "horovod_bench_synthetic_image_size",
-    "horovod_bench_synthetic_batches",
-)
+_HOST_KEYS = ("name", "address", "slots", "hostname", "interface")
+_REPORT_KEYS = ("schema", "name", "created", "np", "hosts", "versions", "link", "allreduce", "synthetic", "files")
 
 
 def parse_bytes(value: Any) -> int | None:
@@ -88,80 +71,68 @@ def parse_bytes(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    match = SIZE_RE.match(str(value))
-    if not match:
-        return None
-    return int(match.group(1)) * UNITS[match.group(2).upper()]
+    match = _SIZE_RE.match(str(value))
+    return int(match.group(1)) * _UNITS[match.group(2).upper()] if match else None
 
 
 def settings(given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The settings with their defaults, from what the user gave (every ``horovod_bench_*`` variable),
-    and the problems, each naming the variable and the fix. Values are only used when there is none."""
+    """The settings with their defaults from every ``horovod_bench_*`` variable given (None: the default),
+    and the problems, each naming the variable and the fix."""
     out: dict[str, Any] = {}
-    problems: list[str] = []
-    for name in sorted(set(given) - set(SETTING_NAMES)):
-        if name.startswith("horovod_bench_"):
-            problems.append(f"{name}: the benchmark has no such setting (docs/benchmark.md lists them).")
-    for setting in SETTINGS:
-        value = given.get(setting.name, setting.default)
-        if value is None:
-            value = setting.default
-        if setting.name in SIZE_SETTINGS:
-            size = parse_bytes(value)
-            if size is None or size < 4 or size % 4:
+    problems = [
+        f"{name}: the benchmark has no such setting (docs/benchmark.md lists them)."
+        for name in sorted(set(given) - set(SETTINGS))
+        if name.startswith("horovod_bench_")
+    ]
+    for name, default in SETTINGS.items():
+        value = default if given.get(name) is None else given[name]
+        if name in _SIZES:
+            out[name] = parse_bytes(value)
+            if out[name] is None or out[name] < 4 or out[name] % 4:
                 problems.append(
-                    f"{setting.name}: {value!r} is not a size in bytes that holds whole float32 values "
+                    f"{name}: {value!r} is not a size in bytes that holds whole float32 values "
                     "(a multiple of 4: 1024, 64K, 16M)."
                 )
-            out[setting.name] = size
-        elif setting.kind is int:
-            # The collection's one parser (numbers.whole), as the site's gate reads its own settings: a
-            # leading "+" is taken (-e horovod_bench_timeout=+600 is 600), as Ansible's int conversion does.
-            number = whole(value)
-            if number is None:
-                problems.append(f"{setting.name}: {value!r} is not a whole number.")
-            out[setting.name] = number
-        elif setting.kind is list:
+        elif isinstance(default, int):
+            # numbers.whole, as the gate reads the site's settings: " +600 " is 600, as Ansible's int().
+            out[name] = whole(value)
+            if out[name] is None:
+                problems.append(f"{name}: {value!r} is not a whole number.")
+        elif isinstance(default, list):
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
-                problems.append(f"{setting.name}: {value!r} is not a list of names.")
+                problems.append(f"{name}: {value!r} is not a list of names.")
                 items = []
-            out[setting.name] = [str(i) for i in items]
+            out[name] = [str(i) for i in items]
         else:
             if not isinstance(value, str):
-                problems.append(f"{setting.name}: {value!r} is not a string.")
-            out[setting.name] = str(value)
-    problems += _rules(out)
-    return out, problems
+                problems.append(f"{name}: {value!r} is not a string.")
+            out[name] = str(value)
+    return out, problems + _rules(out)
 
 
 def _rules(s: Mapping[str, Any]) -> list[str]:
-    problems = []
-    for name in POSITIVE_INTS:
-        if s[name] is not None and s[name] < 1:
-            problems.append(f"{name}: {s[name]} must be 1 or more.")
+    numbers = [name for name, default in SETTINGS.items() if isinstance(default, int) and name not in _SIZES]
+    problems = [
+        f"{name}: {s[name]} must be {_LEAST.get(name, 1)} or more."
+        for name in numbers
+        if name != "horovod_bench_link_port" and s[name] is not None and s[name] < _LEAST.get(name, 1)
+    ]
     port = s["horovod_bench_link_port"]
     if port is not None and not 1 <= port <= 65535:
         problems.append(f"horovod_bench_link_port: {port} is not a TCP port (1-65535).")
-    if s["horovod_bench_synthetic_warmup_batches"] is not None and s["horovod_bench_synthetic_warmup_batches"] < 0:
-        problems.append("horovod_bench_synthetic_warmup_batches: must be 0 or more.")
-    factor = s["horovod_bench_allreduce_factor"]
-    if factor is not None and factor < 2:
-        problems.append(f"horovod_bench_allreduce_factor: {factor} must be 2 or more (each size grows by it).")
-    low, high = s["horovod_bench_allreduce_min_bytes"], s["horovod_bench_allreduce_max_bytes"]
+    low, high = (s[name] for name in _SIZES)
     if low is not None and high is not None and low > high:
         problems.append(
             f"horovod_bench_allreduce_min_bytes ({low}) is more than horovod_bench_allreduce_max_bytes ({high})."
         )
-    unknown = [step for step in s["horovod_bench_steps"] if step not in STEPS]
-    if unknown or not s["horovod_bench_steps"]:
-        problems.append(
-            f"horovod_bench_steps: {s['horovod_bench_steps']!r} must name one or more of {', '.join(STEPS)}."
-        )
+    steps = s["horovod_bench_steps"]
+    if not steps or any(step not in STEPS for step in steps):
+        problems.append(f"horovod_bench_steps: {steps!r} must name one or more of {', '.join(STEPS)}.")
     if s["horovod_bench_device"] not in DEVICES:
         problems.append(f"horovod_bench_device: {s['horovod_bench_device']!r} is not one of {', '.join(DEVICES)}.")
     name = s["horovod_bench_name"]
-    if name and not RUN_NAME_RE.fullmatch(name):
+    if name and not _RUN_NAME_RE.fullmatch(name):
         problems.append(
             f"horovod_bench_name: {name!r} may hold letters, digits, '.', '_' and '-' only (at most 81), "
             "starting with a letter or digit."
@@ -173,101 +144,99 @@ def _rules(s: Mapping[str, Any]) -> list[str]:
 
 
 def sizes(low: int, high: int, factor: int) -> list[int]:
-    """The message sizes of the sweep: low, low*factor, ... up to high, and high itself."""
+    """The message sizes of the sweep: low, low*factor, ... below high, then high itself."""
     out = []
-    size = low
-    while size < high:
-        out.append(size)
-        size *= factor
-    out.append(high)
-    return out
+    while low < high:
+        out.append(low)
+        low *= factor
+    return [*out, high]
 
 
-def link_pairs(hosts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """The iperf3 measurements: every worker (client) to the master (server, the first host), then the
-    ring host i -> host i+1, without measuring one ordered pair twice."""
-    names = [str(h["name"]) for h in hosts]
-    address = {str(h["name"]): str(h["address"]) for h in hosts}
-    pairs: list[dict[str, str]] = []
-    seen: set[tuple[str, str]] = set()
+def link_pairs(names: Sequence[str]) -> list[dict[str, str]]:
+    """The iperf3 measurements: every worker (client) to the master (the first host), then the ring
+    host i -> host i+1, each ordered pair once."""
     wanted = [(name, names[0], "to-master") for name in names[1:]]
     if len(names) > 2:
         wanted += [(names[i], names[(i + 1) % len(names)], "ring") for i in range(len(names))]
+    pairs: dict[tuple[str, str], dict[str, str]] = {}
     for client, server, kind in wanted:
-        if (client, server) in seen:
-            continue
-        seen.add((client, server))
-        pairs.append(
-            {
-                "client": client,
-                "server": server,
-                "kind": kind,
-                "client_address": address[client],
-                "server_address": address[server],
-            }
-        )
-    return pairs
+        pairs.setdefault((client, server), {"client": client, "server": server, "kind": kind})
+    return list(pairs.values())
 
 
 def plan(
-    s: Mapping[str, Any],
+    given: Mapping[str, Any],
     hosts: Sequence[Mapping[str, Any]],
     *,
     share_dir: str,
     artifact_dir: str,
-    now: str,
     ssh_port: int,
     identity_file: str = "",
+    now: datetime | None = None,
     cwd: str | None = None,
 ) -> dict[str, Any]:
-    """What the playbook measures and where it puts things (``now``: the UTC time as YYYYmmdd-HHMMSS).
-
-    ``ssh_argv`` is ssh as horovodrun uses it between the containers, with the pinned host key
-    required and no prompt (horovod_launch's own), for the link measurement."""
-    name = s["horovod_bench_name"] or f"bench-{now}"
-    slots = sum(int(h["slots"]) for h in hosts)
-    report_dir = f"{strip_slash(s['horovod_bench_dir'] or share_dir + '/benchmarks')}/{name}"
-    fetch_dir = f"{strip_slash(s['horovod_bench_fetch_dir'] or os.path.join(cwd or os.getcwd(), 'benchmarks'))}/{name}"
+    """``{problems}`` when a setting is wrong; else what the playbook measures and where it puts things:
+    the iperf3 script's input (``link``, None without a pair to measure), the Horovod runs in order
+    (``runs``: name, np, whether on the master alone, command, the file rank 0 writes) and a line per
+    measurement for the play's output."""
+    s, problems = settings(given)
+    if problems:
+        return {"problems": problems}
+    now = now or datetime.now(UTC)
+    name = s["horovod_bench_name"] or f"bench-{now:%Y%m%d-%H%M%S}"
+    names = [str(h["name"]) for h in hosts]
+    np = sum(int(h["slots"]) for h in hosts)
     steps = [step for step in STEPS if step in s["horovod_bench_steps"]]
-    out: dict[str, Any] = {
+    # What the ranks execute goes where only the master writes (the site's artifact directory).
+    script_dir = f"{strip_slash(artifact_dir or share_dir)}/benchmark"
+    fetch_root = s["horovod_bench_fetch_dir"] or os.path.join(cwd or os.getcwd(), "benchmarks")
+    p: dict[str, Any] = {
+        "problems": [],
         "name": name,
+        "created": f"{now:%Y-%m-%dT%H:%M:%SZ}",
         "steps": steps,
-        "np": slots,
-        "hosts": [str(h["name"]) for h in hosts],
-        "report_dir": report_dir,
-        "fetch_dir": fetch_dir,
-        # What the ranks execute goes where only the master writes (site.yml's artifact directory).
-        "script_dir": f"{strip_slash(artifact_dir or share_dir)}/benchmark",
-        "link_pairs": link_pairs(hosts) if "link" in steps else [],
-        "sizes": sizes(
-            s["horovod_bench_allreduce_min_bytes"],
-            s["horovod_bench_allreduce_max_bytes"],
-            s["horovod_bench_allreduce_factor"],
-        )
-        if "allreduce" in steps
-        else [],
-        "runs": {},
-        "ssh_argv": [
-            "ssh",
-            "-p",
-            str(ssh_port),
-            "-i",
-            identity_file or SSH_KEY_FILE,
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-o",
-            "ConnectTimeout=10",
-        ],
+        "np": np,
+        "hosts": names,
+        "timeout": s["horovod_bench_timeout"],
+        "report_dir": f"{strip_slash(s['horovod_bench_dir'] or share_dir + '/benchmarks')}/{name}",
+        "fetch_dir": f"{strip_slash(fetch_root)}/{name}",
+        "script_dir": script_dir,
+        "sizes": [],
+        "link": None,
+        "runs": [],
     }
+    pairs = link_pairs(names) if "link" in steps else []
+    if pairs:
+        p["link"] = {
+            "local": names[0],
+            "hosts": {str(h["name"]): str(h["address"]) for h in hosts},
+            "pairs": pairs,
+            "ssh_argv": ["ssh", "-p", str(ssh_port), "-i", identity_file or SSH_KEY_FILE, *_SSH_OPTIONS],
+            "port": s["horovod_bench_link_port"],
+            "seconds": s["horovod_bench_link_seconds"],
+            "streams": s["horovod_bench_link_streams"],
+        }
+    script, device = f"{script_dir}/horovod_bench_run.py", ["--device", s["horovod_bench_device"]]
     if "allreduce" in steps:
-        out["runs"]["allreduce"] = f"{name}-allreduce"
+        p["sizes"] = sizes(*(s[key] for key in _SIZES), s["horovod_bench_allreduce_factor"])
+        command = [script, "allreduce", "--sizes", ",".join(map(str, p["sizes"]))]
+        command += ["--iters", str(s["horovod_bench_allreduce_iters"])]
+        command += ["--seconds", str(s["horovod_bench_allreduce_seconds"]), *device]
+        # np 0: every slot, as the site's launch.
+        p["runs"].append(_run("allreduce", f"{name}-allreduce", 0, command, "allreduce.json"))
     if "synthetic" in steps:
-        out["runs"]["synthetic_one"] = f"{name}-synthetic-np1"
-        out["runs"]["synthetic_all"] = f"{name}-synthetic-np{slots}"
-    out["lines"] = plan_lines(s, out)
-    return out
+        command = [script, "synthetic"]
+        for option in ("model", "batch_size", "image_size", "warmup_batches", "batches"):
+            command += [f"--{option.replace('_', '-')}", str(s[f"horovod_bench_synthetic_{option}"])]
+        for key, count in (("synthetic_one", 1), ("synthetic_all", np)):
+            p["runs"].append(_run(key, f"{name}-synthetic-np{count}", count, command + device, "synthetic.json"))
+    p["lines"] = _plan_lines(s, p, pairs)
+    return p
+
+
+def _run(key: str, name: str, np: int, command: list[str], result: str) -> dict[str, Any]:
+    # One process runs on the master alone: horovodrun then talks over loopback only.
+    return {"key": key, "name": name, "np": np, "alone": np == 1, "command": ["python3", *command], "result": result}
 
 
 def human_bytes(size: float) -> str:
@@ -278,13 +247,14 @@ def human_bytes(size: float) -> str:
     return f"{size:.0f} B"
 
 
-def plan_lines(s: Mapping[str, Any], p: Mapping[str, Any]) -> list[str]:
+def _plan_lines(s: Mapping[str, Any], p: Mapping[str, Any], pairs: list[dict[str, str]]) -> list[str]:
+    runs = {run["key"]: run["name"] for run in p["runs"]}
     lines = []
-    if p["link_pairs"]:
+    if pairs:
         lines.append(
             f"link: iperf3 in the containers, {s['horovod_bench_link_seconds']} s and "
             f"{s['horovod_bench_link_streams']} streams each, port {s['horovod_bench_link_port']}: "
-            + ", ".join(f"{x['client']} -> {x['server']}" for x in p["link_pairs"])
+            + ", ".join(f"{x['client']} -> {x['server']}" for x in pairs)
         )
     elif "link" in p["steps"]:
         lines.append("link: not measured (one host)")
@@ -292,13 +262,13 @@ def plan_lines(s: Mapping[str, Any], p: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"allreduce: float32 sum on {p['np']} processes, {len(p['sizes'])} sizes from "
             f"{human_bytes(p['sizes'][0])} to {human_bytes(p['sizes'][-1])}, device {s['horovod_bench_device']}"
-            f" (run {p['runs']['allreduce']})"
+            f" (run {runs['allreduce']})"
         )
     if "synthetic" in p["steps"]:
         lines.append(
             f"synthetic: {s['horovod_bench_synthetic_model']}, batch {s['horovod_bench_synthetic_batch_size']}, "
             f"{s['horovod_bench_synthetic_image_size']} px, {s['horovod_bench_synthetic_batches']} timed batches, "
-            f"at 1 process and at {p['np']} (runs {p['runs']['synthetic_one']}, {p['runs']['synthetic_all']})"
+            f"at 1 process and at {p['np']} (runs {runs['synthetic_one']}, {runs['synthetic_all']})"
         )
     lines.append(f"report: {p['report_dir']}/report.{{json,md,png}} on the master, copied to {p['fetch_dir']}")
     return lines
@@ -308,14 +278,9 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def bus_factor(np: int) -> float:
-    """Bus bandwidth over algorithm bandwidth for an allreduce on np processes: 2(n-1)/n (NCCL's tests)."""
-    return 2.0 * (np - 1) / np if np > 0 else 0.0
-
-
 def allreduce_rows(results: Sequence[Mapping[str, Any]], np: int) -> list[dict[str, Any]]:
-    """Each size's time with its algorithm bandwidth (size / time) and bus bandwidth (algbw * 2(n-1)/n),
-    in bytes per second; the bus bandwidth is None on one process (nothing crosses a link)."""
+    """Each size's time with its algorithm bandwidth (size / time) and bus bandwidth (algbw * 2(n-1)/n,
+    as NCCL's tests define it), in bytes per second; no bus bandwidth on one process."""
     rows = []
     for item in results:
         size, seconds = item.get("bytes"), item.get("time_s")
@@ -328,32 +293,30 @@ def allreduce_rows(results: Sequence[Mapping[str, Any]], np: int) -> list[dict[s
                 "iters": int(item.get("iters", 0)),
                 "time_s": float(seconds),
                 "algbw_Bps": algbw,
-                "busbw_Bps": algbw * bus_factor(np) if np > 1 else None,
+                "busbw_Bps": algbw * 2.0 * (np - 1) / np if np > 1 else None,
             }
         )
     return rows
 
 
 def link_summary(raw: Mapping[str, Any] | None, wanted: bool) -> dict[str, Any]:
-    """The link rate: the slowest pair's, the ring's bottleneck (None with the reason when unmeasured)."""
+    """The link rate: the slowest pair's, which a ring allreduce goes at (None with the reason when unmeasured)."""
     if not wanted:
         return {"tool": "iperf3", "rate_Bps": None, "reason": "not asked for (horovod_bench_steps)", "pairs": []}
     raw = raw or {}
-    pairs = []
-    for pair in raw.get("pairs", []):
-        bps = pair.get("bits_per_second")
-        pairs.append(
-            {
-                "client": pair["client"],
-                "server": pair["server"],
-                "kind": pair.get("kind", ""),
-                "rate_Bps": bps / 8.0 if _positive(bps) else None,
-                "error": pair.get("error"),
-            }
-        )
-    reason = raw.get("reason")
+    pairs = [
+        {
+            "client": pair["client"],
+            "server": pair["server"],
+            "kind": pair.get("kind", ""),
+            "rate_Bps": pair["bits_per_second"] / 8.0 if _positive(pair.get("bits_per_second")) else None,
+            "error": pair.get("error"),
+        }
+        for pair in raw.get("pairs", [])
+    ]
     rates = [p["rate_Bps"] for p in pairs if p["rate_Bps"] is not None]
     failed = [p for p in pairs if p["rate_Bps"] is None]
+    reason = raw.get("reason")
     if reason is None and failed:
         reason = "; ".join(f"{p['client']} -> {p['server']}: {p['error'] or 'no rate'}" for p in failed)
     if reason is None and not rates:
@@ -368,75 +331,102 @@ def link_summary(raw: Mapping[str, Any] | None, wanted: bool) -> dict[str, Any]:
     }
 
 
+def results_of(slurped: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """{run key: what rank 0 wrote} from the playbook's slurp of each run's result file."""
+    return {r["item"]["key"]: json.loads(base64.b64decode(r["content"])) for r in slurped}
+
+
 def report(
-    meta: Mapping[str, Any],
-    link_raw: Mapping[str, Any] | None,
-    allreduce_raw: Mapping[str, Any] | None,
-    one_raw: Mapping[str, Any] | None,
-    all_raw: Mapping[str, Any] | None,
+    p: Mapping[str, Any],
+    preflight: Mapping[str, Any],
+    link: Mapping[str, Any] | None,
+    results: Mapping[str, Any],
+    plot: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report (schema SCHEMA, docs/benchmark.md) from what each step wrote; a step not run is None."""
-    steps = list(meta.get("steps", STEPS))
-    link = link_summary(link_raw, "link" in steps)
-    np = int(meta["np"])
+    """The report (schema SCHEMA, docs/benchmark.md) from the plan, the launch preflight, the iperf3
+    script's output and each run's result ({run key: result}); ``plot`` is what the plot script said
+    (None: not drawn yet)."""
+    link_out = link_summary(link, "link" in p["steps"])
     out: dict[str, Any] = {
         "schema": SCHEMA,
-        "name": meta["name"],
-        "created": meta["created"],
-        "np": np,
-        "hosts": [{key: h.get(key) for key in HOST_KEYS} for h in meta.get("hosts", [])],
-        "network_interfaces": list(meta.get("network_interfaces", [])),
-        "versions": dict(meta.get("versions", {})),
+        "name": p["name"],
+        "created": p["created"],
+        "np": int(p["np"]),
+        "hosts": [{key: h.get(key) for key in _HOST_KEYS} for h in preflight.get("hosts", [])],
+        "network_interfaces": list(preflight.get("network_interfaces", [])),
+        "versions": dict(horovod=preflight.get("horovod_version"), image=preflight.get("image")),
         "device": None,
         "backend": None,
-        "link": link,
+        "link": link_out,
         "allreduce": None,
         "synthetic": None,
-        "files": dict(meta.get("files", {})),
+        "files": {"json": f"{p['report_dir']}/report.json", "markdown": f"{p['report_dir']}/report.md"},
     }
-    first = next((r for r in (allreduce_raw, all_raw, one_raw) if r), None)
+    allreduce, one, every = (results.get(key) for key in ("allreduce", "synthetic_one", "synthetic_all"))
+    first = next((r for r in (allreduce, every, one) if r), None)
     if first:
         out["device"], out["backend"] = first.get("device"), first.get("backend")
         for key in ("torch", "python", "cuda", "nccl"):
             out["versions"].setdefault(key, first.get(key))
-    if allreduce_raw:
-        rows = allreduce_rows(allreduce_raw.get("results", []), int(allreduce_raw.get("np", np)))
-        busbws = [r for r in rows if r["busbw_Bps"] is not None]
-        best = max(busbws, key=lambda r: r["busbw_Bps"]) if busbws else None
-        ratio = best["busbw_Bps"] / link["rate_Bps"] if best and link["rate_Bps"] else None
+    if allreduce:
+        np = int(allreduce.get("np", out["np"]))
+        rows = allreduce_rows(allreduce.get("results", []), np)
+        best = max((r for r in rows if r["busbw_Bps"] is not None), key=lambda r: r["busbw_Bps"], default=None)
         out["allreduce"] = {
             "dtype": "float32",
             "op": "sum",
-            "np": int(allreduce_raw.get("np", np)),
+            "np": np,
             "results": rows,
-            "best_busbw_Bps": best["busbw_Bps"] if best else None,
-            "best_busbw_bytes": best["bytes"] if best else None,
-            "busbw_to_link": ratio,
+            "best_busbw_Bps": best and best["busbw_Bps"],
+            "best_busbw_bytes": best and best["bytes"],
+            "busbw_to_link": best["busbw_Bps"] / link_out["rate_Bps"] if best and link_out["rate_Bps"] else None,
         }
-    if one_raw or all_raw:
-        one = _synthetic_point(one_raw)
-        every = _synthetic_point(all_raw)
+    if one or every:
+        points = [_synthetic_point(r) for r in (one, every) if r]
         efficiency = None
-        if one and every and _positive(one["img_per_s"]) and _positive(every["img_per_s"]):
-            efficiency = every["img_per_s"] / (every["np"] * one["img_per_s"] / one["np"])
-        source = one_raw or all_raw or {}
+        if one and every:
+            efficiency = points[1]["img_per_s"] / (points[1]["np"] * points[0]["img_per_s"] / points[0]["np"])
+        source = one or every
         out["synthetic"] = {
             "model": source.get("model"),
             "batch_size": source.get("batch_size"),
             "image_size": source.get("image_size"),
-            "points": [p for p in (one, every) if p],
+            "points": points,
             "scaling_efficiency": efficiency,
         }
+    if plot is not None:
+        drawn = bool(plot.get("drawn"))
+        out["files"]["plot"] = f"{p['report_dir']}/report.png" if drawn else None
+        out["files"]["plot_reason"] = None if drawn else plot.get("reason")
     return out
 
 
-def _synthetic_point(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
+def _synthetic_point(raw: Mapping[str, Any]) -> dict[str, Any]:
     rate = raw.get("img_per_s")
     if not _positive(rate) or not _positive(raw.get("np")):
         raise ValueError(f"a synthetic result needs positive np and img_per_s, got {dict(raw)!r}")
     return {"np": int(raw["np"]), "img_per_s": float(rate), "img_per_s_per_process": float(rate) / int(raw["np"])}
+
+
+def outputs(p: Mapping[str, Any], r: Mapping[str, Any]) -> dict[str, Any]:
+    """The report, its files' texts ({name: text}), the files to copy onto the share and the play's last lines."""
+    files = {"report.json": json.dumps(r, indent=4, sort_keys=True) + "\n", "report.md": markdown(r)}
+    kinds = "json,md,png" if r["files"].get("plot") else "json,md"
+    lines = [f"Benchmark {p['name']} on {', '.join(p['hosts'])}:", *summary(r)]
+    lines.append(f"report: {p['report_dir']}/report.{{{kinds}}} on {p['hosts'][0]}, and in {p['fetch_dir']} here")
+    if r["files"].get("plot_reason"):
+        lines.append(
+            f"No plot: {r['files']['plot_reason']}. The report has its numbers and table without it; install "
+            f"matplotlib (requirements.txt) and run the playbook again with -e horovod_bench_name={p['name']} "
+            "to draw it from the runs already made."
+        )
+    problems = sanity(r)
+    return {
+        "report": r,
+        "files": files,
+        "share_files": [*files, "report.png"] if r["files"].get("plot") else [*files],
+        "summary": lines + ([f"sanity: {'; '.join(problems)}"] if problems else []),
+    }
 
 
 def _gbit(bps: float | None) -> str:
@@ -447,87 +437,64 @@ def _gbyte(bps: float | None) -> str:
     return "-" if bps is None else f"{bps / 1e9:.3g} GB/s"
 
 
-def _num(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _table(header: Sequence[str], align: str, rows: Sequence[Sequence[Any]]) -> list[str]:
+    return (
+        ["| " + " | ".join(header) + " |", "|" + f"{align}|" * len(header)]
+        + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+        + [""]
+    )
 
 
 def markdown(r: Mapping[str, Any]) -> str:
     """report.md: the summary table, then the link pairs and the allreduce sweep."""
-    link, ar, syn = r["link"], r.get("allreduce"), r.get("synthetic")
-    points = {p["np"]: p for p in (syn or {}).get("points", [])}
-    hosts = ", ".join(
-        f"{h.get('name')} ({h.get('address')}, {h.get('slots')} slot{'s' if h.get('slots') != 1 else ''})"
-        for h in r.get("hosts", [])
-    )
-    versions = ", ".join(f"{k} {v}" for k, v in r.get("versions", {}).items() if v not in (None, ""))
-    lines = [
-        f"# Benchmark {r['name']}",
-        "",
-        f"{r['np']} processes, device {r.get('device') or '-'}, allreduce through {r.get('backend') or '-'}; "
-        f"{r['created']}.",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| link rate (iperf3, slowest pair) | {_gbit(link['rate_Bps'])}"
-        + (f" ({_gbyte(link['rate_Bps'])})" if link["rate_Bps"] else f" ({link.get('reason')})")
-        + " |",
-    ]
+    link, ar, syn, files = r["link"], r.get("allreduce"), r.get("synthetic"), r.get("files", {})
+    rate = link["rate_Bps"]
+    rows = [("link rate (iperf3, slowest pair)", f"{_gbit(rate)} ({_gbyte(rate) if rate else link.get('reason')})")]
     if ar:
         best_at = human_bytes(ar["best_busbw_bytes"]) if ar["best_busbw_bytes"] else "-"
-        lines += [
-            f"| best allreduce bus bandwidth | {_gbyte(ar['best_busbw_Bps'])} at {best_at} |",
-            f"| best bus bandwidth / link rate | {_num(ar['busbw_to_link'])} |",
-        ]
+        rows.append(("best allreduce bus bandwidth", f"{_gbyte(ar['best_busbw_Bps'])} at {best_at}"))
+        rows.append(("best bus bandwidth / link rate", _num(ar["busbw_to_link"])))
     if syn:
-        for np_, point in sorted(points.items()):
-            lines.append(
-                f"| images/s, {np_} process{'es' if np_ != 1 else ''} ({syn['model']}) | {point['img_per_s']:.1f} |"
-            )
-        lines.append(f"| scaling efficiency | {_num(syn['scaling_efficiency'])} |")
-    lines += [
-        f"| hosts | {hosts} |",
-        f"| network interfaces | {', '.join(r.get('network_interfaces') or []) or '-'} |",
-        f"| versions | {versions or '-'} |",
-        "",
-    ]
+        for n in sorted(syn["points"], key=lambda n: n["np"]):
+            processes = "1 process" if n["np"] == 1 else f"{n['np']} processes"
+            rows.append((f"images/s, {processes} ({syn['model']})", f"{n['img_per_s']:.1f}"))
+        rows.append(("scaling efficiency", _num(syn["scaling_efficiency"])))
+    hosts = (f"{h.get('name')} ({h.get('address')}, {h.get('slots')} slot{'s' * (h.get('slots') != 1)})"
+             for h in r.get("hosts", []))  # fmt: skip
+    versions = (f"{k} {v}" for k, v in r.get("versions", {}).items() if v not in (None, ""))
+    rows.append(("hosts", ", ".join(hosts)))
+    rows.append(("network interfaces", ", ".join(r.get("network_interfaces") or []) or "-"))
+    rows.append(("versions", ", ".join(versions) or "-"))
+    lines = [f"# Benchmark {r['name']}", ""]
+    lines.append(f"{r['np']} processes, device {r.get('device') or '-'}, allreduce through {r.get('backend') or '-'}; ")
+    lines[-1] += f"{r['created']}."
+    lines += ["", *_table(("measure", "value"), "---", rows)]
     if link["pairs"]:
-        lines += ["## Link", "", "| client | server | path | rate |", "|---|---|---|---|"]
-        lines += [
-            f"| {p['client']} | {p['server']} | {p['kind']} | {_gbit(p['rate_Bps']) if p['rate_Bps'] else p['error']} |"
-            for p in link["pairs"]
-        ]
-        lines.append("")
+        pairs = [(x["client"], x["server"], x["kind"], _gbit(x["rate_Bps"]) if x["rate_Bps"] else x["error"])
+                 for x in link["pairs"]]  # fmt: skip
+        lines += ["## Link", "", *_table(("client", "server", "path", "rate"), "---", pairs)]
     if ar:
-        lines += [
-            f"## Allreduce (float32, sum, {ar['np']} processes)",
-            "",
-            "| size | iterations | time | algbw | busbw |",
-            "|---:|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {human_bytes(row['bytes'])} | {row['iters']} | {row['time_s'] * 1e3:.3f} ms | "
-            f"{_gbyte(row['algbw_Bps'])} | {_gbyte(row['busbw_Bps'])} |"
-            for row in ar["results"]
-        ]
-        lines.append("")
-    if r.get("files", {}).get("plot"):
-        lines += [f"![bus bandwidth and images/s]({os.path.basename(r['files']['plot'])})", ""]
-    elif r.get("files", {}).get("plot_reason"):
-        lines += [f"No plot: {r['files']['plot_reason']}", ""]
+        sweep = [(human_bytes(x["bytes"]), x["iters"], f"{x['time_s'] * 1e3:.3f} ms", _gbyte(x["algbw_Bps"]),
+                  _gbyte(x["busbw_Bps"])) for x in ar["results"]]  # fmt: skip
+        lines += [f"## Allreduce (float32, sum, {ar['np']} processes)", ""]
+        lines += _table(("size", "iterations", "time", "algbw", "busbw"), "---:", sweep)
+    if files.get("plot"):
+        lines += [f"![bus bandwidth and images/s]({os.path.basename(files['plot'])})", ""]
+    elif files.get("plot_reason"):
+        lines += [f"No plot: {files['plot_reason']}", ""]
     return "\n".join(lines)
 
 
 def summary(r: Mapping[str, Any]) -> list[str]:
-    """A few lines for the play's output."""
+    """A line per measurement for the play's output."""
     link, ar, syn = r["link"], r.get("allreduce"), r.get("synthetic")
-    lines = [
-        "link rate: "
-        + (
-            f"{_gbit(link['rate_Bps'])} (slowest of {len(link['pairs'])} pairs)"
-            if link["rate_Bps"]
-            else f"none: {link['reason']}"
-        )
-    ]
+    rate = link["rate_Bps"]
+    lines = [f"link rate: {_gbit(rate)} (slowest of {len(link['pairs'])} pairs)" if rate else
+             f"link rate: none: {link['reason']}"]  # fmt: skip
     if ar:
         lines.append(
             f"allreduce: best bus bandwidth {_gbyte(ar['best_busbw_Bps'])}"
@@ -536,11 +503,8 @@ def summary(r: Mapping[str, Any]) -> list[str]:
             + f" ({ar['np']} processes, {r.get('backend')})"
         )
     if syn:
-        lines.append(
-            f"synthetic {syn['model']}: "
-            + ", ".join(f"{p['img_per_s']:.1f} images/s on {p['np']}" for p in syn["points"])
-            + f"; scaling efficiency {_num(syn['scaling_efficiency'])}"
-        )
+        points = ", ".join(f"{n['img_per_s']:.1f} images/s on {n['np']}" for n in syn["points"])
+        lines.append(f"synthetic {syn['model']}: {points}; scaling efficiency {_num(syn['scaling_efficiency'])}")
     return lines
 
 
@@ -548,7 +512,7 @@ def sanity(r: Any, max_busbw_to_link: float = MAX_BUSBW_TO_LINK) -> list[str]:
     """What is wrong with a report's shape or numbers (not their values): [] for a sane report."""
     if not isinstance(r, Mapping):
         return [f"the report is not a mapping but {type(r).__name__}"]
-    problems = [f"the report has no {key!r}" for key in REPORT_KEYS if key not in r]
+    problems = [f"the report has no {key!r}" for key in _REPORT_KEYS if key not in r]
     if problems:
         return problems
     if r["schema"] != SCHEMA:
@@ -570,9 +534,6 @@ def sanity(r: Any, max_busbw_to_link: float = MAX_BUSBW_TO_LINK) -> list[str]:
     if r["synthetic"] is not None:
         problems += _synthetic_sanity(r["synthetic"])
     return problems
-
-
-REPORT_KEYS = ("schema", "name", "created", "np", "hosts", "versions", "link", "allreduce", "synthetic", "files")
 
 
 def _allreduce_sanity(ar: Mapping[str, Any], rate: Any, max_busbw_to_link: float) -> list[str]:
@@ -606,7 +567,3 @@ def _synthetic_sanity(syn: Mapping[str, Any]) -> list[str]:
     if len(points) == 2 and not _positive(syn.get("scaling_efficiency")):
         problems.append(f"scaling efficiency {syn.get('scaling_efficiency')!r} is not positive")
     return problems
-
-
-def is_png(data: bytes) -> bool:
-    return data.startswith(PNG_SIGNATURE)

@@ -1,8 +1,9 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""tools/bench_controller.py (`make bench-controller`) on clusters of 1 and 2 nodes: it takes the site's
-and the role's tasks by name, so a renamed task or a changed variable stops it here; its playbooks
-check their own results (every node in the pin set, nothing changed, the lists hold every node)."""
+"""tools/bench_controller.py (`make bench-controller`) on clusters of 1 and 2 nodes: it finds the site's
+plays and the role's tasks by what they do, so a renamed task is still taken and a missing play or
+variable stops it with what is missing; its playbooks check their own results (every node in the pin
+set, nothing changed, the lists hold every node)."""
 
 from __future__ import annotations
 
@@ -13,22 +14,43 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from checkout import REPO, load
 
 bench = load("tools/bench_controller.py", "bench_controller")
 
 
-def test_the_pin_set_takes_every_decision_task_of_the_role():
+def test_the_pin_set_takes_every_set_fact_and_assert_of_the_roles_deciding_files():
     play = bench.ssh_trust_play(2)[0]
-    names = [task["name"] for task in play["tasks"]]
-    for wanted in bench.SSH_TRUST_TASKS.values():
-        for name in wanted:
-            assert name in names
+    names = [task["name"] for task in play["tasks"][1:-1]]
+    wanted = []
+    for name in bench.SSH_TRUST_FILES:
+        for task in yaml.safe_load((REPO / "roles" / "ssh_trust" / "tasks" / name).read_text()):
+            if "ansible.builtin.set_fact" in task or "ansible.builtin.assert" in task:
+                wanted.append(task["name"])
+    assert names == wanted
+    assert "Render the pinned known_hosts and the ssh client configuration once for every node" in names
+    assert not [task for task in play["tasks"] if "ansible.builtin.include_tasks" in task]
     # The baseline runs as many tasks, each on as many hosts, and keeps the stand-in facts.
     base = bench.baseline_play(2)[0]["tasks"]
     assert len(base) == len(play["tasks"])
     assert base[0] == play["tasks"][0]
     assert [bool(t.get("run_once")) for t in base[1:]] == [bool(t.get("run_once")) for t in play["tasks"][1:]]
+
+
+def test_a_renamed_task_is_still_taken_and_a_missing_play_is_named(tmp_path, monkeypatch):
+    role = tmp_path / "ssh_trust"
+    shutil.copytree(REPO / "roles" / "ssh_trust", role)
+    pins = role / "tasks" / "pins.yml"
+    pins.write_text(pins.read_text().replace("- name: Find nodes whose host key", "- name: Spot nodes whose host key"))
+    monkeypatch.setattr(bench, "SSH_TRUST", role)
+    names = [task["name"] for task in bench.ssh_trust_play(2)[0]["tasks"]]
+    assert "Spot nodes whose host key differs from the pinned one" in names
+    monkeypatch.setattr(bench, "plays", lambda playbook: [])
+    with pytest.raises(SystemExit, match=r"no play of playbooks/site.yml includes multinode.horovod.ssh_trust"):
+        bench.ssh_trust_play(2)
+    with pytest.raises(SystemExit, match=r"playbooks/gate.yml has no play whose hosts: templates a filter"):
+        bench.after_gate([])
 
 
 def test_the_fit_finds_a_square_term_and_none_in_a_line():

@@ -1,16 +1,17 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The GPU branch of the benchmark's scripts (playbooks/files/benchmark/), with stand-ins for torch,
-torchvision and horovod.torch that record what the scripts ask of them.
+"""The GPU branch of the benchmark's Horovod script (playbooks/files/benchmark/horovod_bench_run.py), with
+stand-ins for torch, torchvision and horovod.torch that record what the script asks of them.
 
 No GPU here, and the lab's image has CPU torch: `make bench` runs these scripts for real on the CPU
 (Gloo); what only a GPU takes (the device of each local rank, CUDA's queue drained before and after
-each timing, the backend and versions reported) is checked here against the torch API the scripts
-call, on 2 of 4 "GPUs" per host. A real run needs a GPU host (tests/gpu/).
+each timing, the backend and versions reported) is checked here against the torch API the script
+calls, on 2 of 4 "GPUs" per host. A real run needs a GPU host (tests/gpu/).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from checkout import load
 
-SCRIPTS = "playbooks/files/benchmark"
+SCRIPT = "playbooks/files/benchmark/horovod_bench_run.py"
 
 
 class Log(list):
@@ -150,7 +151,7 @@ def fake_horovod(log: Log, local_rank: int, nccl: bool) -> dict[str, ModuleType]
 
 def run_script(
     monkeypatch: pytest.MonkeyPatch,
-    name: str,
+    step: str,
     args: list[str],
     *,
     gpus: int,
@@ -161,8 +162,8 @@ def run_script(
     log = Log()
     for module_name, module in {**fake_torch(log, gpus, nccl_version), **fake_horovod(log, local_rank, nccl)}.items():
         monkeypatch.setitem(sys.modules, module_name, module)
-    script = load(f"{SCRIPTS}/{name}.py", f"bench_script_{name}")
-    monkeypatch.setattr(sys, "argv", [name, *args])
+    script = load(SCRIPT, "bench_script")
+    monkeypatch.setattr(sys, "argv", ["horovod_bench_run.py", step, *args])
     script.main()
     return log
 
@@ -170,7 +171,7 @@ def run_script(
 def test_allreduce_on_the_gpu_of_the_local_rank_through_nccl(monkeypatch, tmp_path):
     log = run_script(
         monkeypatch,
-        "horovod_bench_allreduce",
+        "allreduce",
         ["--sizes", "1024,4096", "--iters", "2", "--warmup", "1", "--output-dir", str(tmp_path)],
         gpus=2,
     )
@@ -189,35 +190,35 @@ def test_allreduce_on_the_gpu_of_the_local_rank_through_nccl(monkeypatch, tmp_pa
 
 def test_allreduce_reports_an_older_torchs_packed_nccl_version(monkeypatch, tmp_path):
     args = ["--sizes", "1024", "--iters", "1", "--warmup", "1", "--output-dir", str(tmp_path)]
-    run_script(monkeypatch, "horovod_bench_allreduce", args, gpus=1, nccl_version=2708)
+    run_script(monkeypatch, "allreduce", args, gpus=1, nccl_version=2708)
     assert json.loads((tmp_path / "allreduce.json").read_text())["nccl"] == "2708"
 
 
 def test_allreduce_on_gpus_without_nccl_names_the_backend_horovod_uses(monkeypatch, tmp_path):
     args = ["--sizes", "1024", "--iters", "1", "--device", "cuda", "--output-dir", str(tmp_path)]
-    run_script(monkeypatch, "horovod_bench_allreduce", args, gpus=1, nccl=False)
+    run_script(monkeypatch, "allreduce", args, gpus=1, nccl=False)
     report = json.loads((tmp_path / "allreduce.json").read_text())
     assert report["device"] == "cuda" and report["backend"] == "gloo"
 
 
 def test_allreduce_stays_on_the_cpu_without_a_gpu(monkeypatch, tmp_path):
     args = ["--sizes", "1024", "--iters", "1", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "horovod_bench_allreduce", args, gpus=0)
+    log = run_script(monkeypatch, "allreduce", args, gpus=0)
     assert not [entry for entry in log if entry[0] in ("set_device", "synchronize")]
     report = json.loads((tmp_path / "allreduce.json").read_text())
     assert (report["device"], report["backend"], report["cuda"], report["nccl"]) == ("cpu", "gloo", None, None)
 
 
-@pytest.mark.parametrize("name", ["horovod_bench_allreduce", "horovod_bench_synthetic"])
-def test_device_cuda_without_a_gpu_stops_with_the_reason(monkeypatch, tmp_path, name):
-    args = ["--device", "cuda", "--output-dir", str(tmp_path)] + (["--sizes", "1024"] if "allreduce" in name else [])
+@pytest.mark.parametrize("step", ["allreduce", "synthetic"])
+def test_device_cuda_without_a_gpu_stops_with_the_reason(monkeypatch, tmp_path, step):
+    args = ["--device", "cuda", "--output-dir", str(tmp_path)] + (["--sizes", "1024"] if step == "allreduce" else [])
     with pytest.raises(SystemExit, match="--device cuda: no CUDA device is visible to this process"):
-        run_script(monkeypatch, name, args, gpus=0)
+        run_script(monkeypatch, step, args, gpus=0)
 
 
 def test_synthetic_trains_on_the_gpu_of_the_local_rank(monkeypatch, tmp_path):
     args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "2", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "horovod_bench_synthetic", args, gpus=4, local_rank=2)
+    log = run_script(monkeypatch, "synthetic", args, gpus=4, local_rank=2)
     assert ("set_device", 2) in log
     assert ("model.to", "cuda:2") in log and ("randn", "cuda:2") in log
     assert not [entry for entry in log if entry[0] == "set_num_threads"]  # the CPU's share only on the CPU
@@ -231,28 +232,29 @@ def test_synthetic_trains_on_the_gpu_of_the_local_rank(monkeypatch, tmp_path):
 
 def test_synthetic_on_the_cpu_takes_its_share_of_the_cores(monkeypatch, tmp_path):
     args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "1", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "horovod_bench_synthetic", args, gpus=0)
+    log = run_script(monkeypatch, "synthetic", args, gpus=0)
     assert [entry for entry in log if entry[0] == "set_num_threads"]
     assert not [entry for entry in log if entry[0] in ("set_device", "synchronize")]
     report = json.loads((tmp_path / "synthetic.json").read_text())
     assert (report["device"], report["backend"]) == ("cpu", "gloo")
 
 
-def test_the_stand_ins_cover_every_name_the_scripts_import():
+def test_the_stand_ins_cover_every_name_the_script_imports():
     """A script that starts importing more than the stand-ins give fails here, not on a GPU host."""
-    for name in ("horovod_bench_allreduce", "horovod_bench_synthetic"):
-        text = (Path(__file__).resolve().parents[2] / SCRIPTS / f"{name}.py").read_text()
-        imports = {line.split()[1] for line in text.splitlines() if line.startswith(("import ", "from "))}
-        assert imports <= {
-            "__future__",
-            "argparse",
-            "json",
-            "os",
-            "platform",
-            "socket",
-            "time",
-            "horovod.torch",
-            "torch",
-            "torch.nn.functional",
-            "torchvision",
-        }, imports
+    tree = ast.parse((Path(__file__).resolve().parents[2] / SCRIPT).read_text())
+    imports = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imports |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imports <= {
+        "__future__",
+        "argparse",
+        "json",
+        "os",
+        "platform",
+        "socket",
+        "time",
+        "typing",
+        "horovod.torch",
+        "torch",
+        "torch.nn.functional",
+        "torchvision",
+    }, imports

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Draw a benchmark report (report.json of playbooks/benchmark.yml) as a PNG, on the controller.
+"""Draw a benchmark report (playbooks/benchmark.yml), read on stdin, as a PNG, on the controller.
 
 Left: the allreduce's bus bandwidth against the message size, with the link rate as a line. Right:
 images per second against the number of processes, with perfect scaling from one process as a line.
-Needs matplotlib (requirements.txt); without it, exits with status 3 and says so, and the playbook
-reports that the plot is missing.
+Prints {"drawn": true|false, "reason": why not}: without matplotlib (requirements.txt) the report is
+written without its plot.
 
-    python3 horovod_bench_plot.py report.json report.png
+    python3 horovod_bench_plot.py report.png < report.json
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
-
-EXIT_NO_MATPLOTLIB = 3
 
 
 def render(report: dict[str, Any], path: str) -> None:
@@ -64,19 +62,15 @@ def render(report: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
+def main(png: str) -> dict[str, Any]:
     try:
         import matplotlib  # noqa: F401, PLC0415
     except ImportError:
-        print(f"matplotlib is not installed for {sys.executable} on the controller (pip install matplotlib)")
-        return EXIT_NO_MATPLOTLIB
-    with open(argv[0]) as file:
-        render(json.load(file), argv[1])
-    return 0
+        return {"drawn": False, "reason": f"matplotlib is not installed for {sys.executable} on the controller "
+                "(pip install matplotlib)"}  # fmt: skip
+    render(json.load(sys.stdin), png)
+    return {"drawn": True, "reason": None}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    print(json.dumps(main(sys.argv[1])))
