@@ -64,8 +64,8 @@ SSH_TRUST_TASKS = {
     ],
     "pins.yml": ["Find nodes whose host key differs from the pinned one"],
     "main.yml": [
-        "Collect the key nodes' public keys and the nodes' addresses",
-        "Decide which keys to remove, and from where",
+        "Collect the key nodes' public keys",
+        "Decide which keys to remove",
         "Render the pinned known_hosts and the ssh client configuration once for every node",
     ],
 }
@@ -254,7 +254,6 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
                 ),
                 "authorized_lines": [],
                 "bad_host_keys": [],
-                "resolved": {},
             },
             "__ssh_trust_keypair": {"changed": False, "public_key": key.format("client-{{ inventory_hostname }}")},
         },

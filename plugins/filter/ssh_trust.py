@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.ssh_keys import (
-    IP_RE,
-    LOOPBACK_RE,
     key_changed,
     known_host,
     own_keys,
@@ -88,15 +86,6 @@ def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str)
     return out
 
 
-def from_addresses(nodes: Nodes, resolved: Mapping[str, Sequence[str]]) -> list[str]:
-    """The ``from=`` addresses of the role's authorised keys: every node's address written as an IP
-    address, then those the node's host names resolve to there (`resolved`, ssh_trust_info's: sshd
-    matches sources by address only); never loopback, each once, in that order."""
-    candidates = [str(node["address"]) for node in nodes]
-    candidates += [str(address) for found in (resolved or {}).values() for address in found]
-    return list(dict.fromkeys(a for a in candidates if IP_RE.match(a) and not LOOPBACK_RE.match(a)))
-
-
 def stale_keys(authorized_lines: Sequence[str], wanted: Sequence[str], marker: str) -> list[str]:
     """The role's lines of authorized_keys (last word ``MARKER:node``) whose key is none of `wanted`: a
     node that left, a key made anew. With nothing wanted (teardown), every line of the role's. Lines
@@ -147,7 +136,6 @@ class FilterModule:
         return {
             "ssh_trust_pins": pins,
             "ssh_trust_wanted_keys": wanted_keys,
-            "ssh_trust_from": from_addresses,
             "ssh_trust_stale_keys": stale_keys,
             "ssh_trust_matrix": matrix,
         }

@@ -1,11 +1,8 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The OpenSSH texts container_sshd and ssh_trust read and write: public keys, known_hosts and
-authorized_keys lines, and a private key's public half as ssh-keygen derives it.
-
-Shared by the modules container_sshd_info and ssh_trust_info (on the managed host) and the ssh_trust
-filters (on the controller); standard library only.
-"""
+"""The OpenSSH texts the ssh roles read: public keys, known_hosts and authorized_keys lines, and a
+private key's public half as ssh-keygen derives it. Used by the modules container_sshd_info and
+ssh_trust_info (on the managed host) and the ssh_trust filters (on the controller)."""
 
 from __future__ import annotations
 
@@ -82,7 +79,7 @@ def host_key(text: str) -> tuple[str, str]:
 
 
 def content_lines(text: str) -> list[str]:
-    """The lines of a file that hold something, stripped; comments and empty lines dropped."""
+    """The lines of a file, stripped, without comments and empty lines."""
     return [line for line in (line.strip() for line in text.splitlines()) if line and not line.startswith("#")]
 
 
@@ -127,30 +124,26 @@ def own_keys(lines: Iterable[str], marker: str) -> list[str]:
     return [line for line in lines if ours.search(line)]
 
 
-def file_facts(path: str) -> dict[str, str] | None:
-    """Mode (``"0600"``), owner and group of `path` (a link is followed), or None when it is not there."""
+def _name(lookup: Callable[[int], Any], number: int) -> str:
+    try:
+        return str(lookup(number)[0])
+    except KeyError:
+        return str(number)
+
+
+def private_key(path: str, run: Run) -> dict[str, Any] | None:
+    """Mode (``"0600"``), owner and group of a private key file, and ``public_key``: ``"type blob"`` as
+    ``ssh-keygen -y`` derives it when the key loads without a passphrase (ssh-keygen also refuses a key
+    that others may read), else ""; None when there is no file."""
     try:
         info = os.stat(path)
     except OSError:
         return None
-    try:
-        owner = pwd.getpwuid(info.st_uid).pw_name
-    except KeyError:
-        owner = str(info.st_uid)
-    try:
-        group = grp.getgrgid(info.st_gid).gr_name
-    except KeyError:
-        group = str(info.st_gid)
-    return {"mode": f"{stat.S_IMODE(info.st_mode):04o}", "owner": owner, "group": group}
-
-
-def private_key(path: str, run: Run) -> dict[str, Any] | None:
-    """A private key file as the key modules see it: file_facts and ``public_key``, ``"type blob"`` as
-    ``ssh-keygen -y`` derives it when the key loads without a passphrase (else ""); None when it is not
-    there. ssh-keygen also refuses a key that others may read."""
-    facts = file_facts(path)
-    if facts is None:
-        return None
     rc, out, _err = run(["ssh-keygen", "-y", "-P", "", "-f", path])
     fields = out.split() if rc == 0 else []
-    return {**facts, "public_key": " ".join(fields[:2]) if len(fields) >= 2 else ""}
+    return {
+        "mode": f"{stat.S_IMODE(info.st_mode):04o}",
+        "owner": _name(pwd.getpwuid, info.st_uid),
+        "group": _name(grp.getgrgid, info.st_gid),
+        "public_key": " ".join(fields[:2]) if len(fields) >= 2 else "",
+    }

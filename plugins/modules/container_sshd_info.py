@@ -8,15 +8,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: container_sshd_info
-short_description: Read who listens on the container sshd's port and the host keys container_sshd keeps
+short_description: Read who listens on the container sshd's port, and the host keys
 description:
-  - Lists the host's TCP listeners (C(ss -Hltnp)) and tells those of the Horovod container (every process
-    in the cgroup of O(container_pid), as C(docker top) lists them) from the host's.
-  - Returns the processes other than the container's sshd that listen on O(port), and the ports an sshd
-    outside the container listens on, which multinode.horovod.container_sshd refuses to take.
-  - Returns each host private key C(ssh_host_*_key) in O(key_dir) with its mode and owner and the public
-    key C(ssh-keygen -y) derives from it, when it loads without a passphrase.
-  - Used by multinode.horovod.container_sshd before it writes anything; it only reads.
+  - Lists the host's TCP listeners (C(ss -Hltnp)); those in the cgroup of O(container_pid) are the
+    container's, as C(docker top) lists them.
+  - Reads each host private key C(ssh_host_*_key) in O(key_dir) with C(ssh-keygen -y).
+  - Used by multinode.horovod.container_sshd before it writes anything.
 version_added: 0.1.0
 author: multinode.horovod developers
 options:
@@ -25,15 +22,14 @@ options:
     type: int
     required: true
   container_pid:
-    description: The host PID of any process of the container (C(State.Pid) of C(docker inspect)); 0 for none.
+    description: The host PID of a process of the container (C(State.Pid) of C(docker inspect)); 0 for none.
     type: int
     default: 0
   key_dir:
     description: The host directory of the host keys.
     type: path
     required: true
-requirements:
-  - ss (iproute2) and ssh-keygen on the managed host; root, to see every process's sockets.
+requirements: [ss (iproute2), ssh-keygen, root]
 attributes:
   check_mode:
     support: full
@@ -51,39 +47,21 @@ EXAMPLES = r"""
 
 RETURN = r"""
 port_users:
-  description: The processes listening on O(port) that are not the container's sshd, sorted, each once.
+  description: The processes (C(name), C(pid)) listening on O(port) but the container's sshd, sorted, each once.
   returned: success
   type: list
   elements: dict
-  contains:
-    name:
-      description: The process name, as C(ss -p) shows it.
-      type: str
-    pid:
-      description: Its host PID.
-      type: int
 host_sshd_ports:
   description: The ports an sshd outside the container listens on, sorted.
   returned: success
   type: list
   elements: int
 host_keys:
-  description: Every host private key file in O(key_dir), by path.
+  description: >-
+    Each host private key's C(mode), C(owner), C(group) and C(public_key) (C(TYPE BLOB) as
+    C(ssh-keygen -y) derives it; empty when the key does not load), by path.
   returned: success
   type: dict
-  contains:
-    mode:
-      description: Its mode, such as C(0600).
-      type: str
-    owner:
-      description: Its owner.
-      type: str
-    group:
-      description: Its group.
-      type: str
-    public_key:
-      description: C(TYPE BLOB) as C(ssh-keygen -y) derives it, or an empty string when the key does not load.
-      type: str
 """
 
 import glob

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: ssh_trust_info
-short_description: Read a node's container host keys, known_hosts, authorized_keys and client key for ssh_trust
+short_description: Read a node's host keys, known_hosts, authorized_keys and client key for ssh_trust
 description:
-  - Reads every C(ssh_host_*_key.pub) in O(host_key_dir) and keeps those that hold one public key of a
-    known type on one line; names every other one, and why, in RV(bad_host_keys). A second line such as
-    C(* ssh-ed25519 KEY) would pin that key for any host in every node's known_hosts.
-  - Reads C(known_hosts) and C(authorized_keys) in O(ssh_dir), and the client key O(key) with the public
-    key C(ssh-keygen -y) derives from it.
-  - Resolves each of O(addresses) that is a host name, as sshd would match a source address.
-  - Used by multinode.horovod.ssh_trust before it writes anything; it only reads.
+  - Reads every C(ssh_host_*_key.pub) in O(host_key_dir), and names every one that is not one public key
+    of a known type on one line (a second line such as C(* ssh-ed25519 KEY) would pin that key for any
+    host in known_hosts).
+  - Reads C(known_hosts) and C(authorized_keys) in O(ssh_dir), and the client key O(key) with
+    C(ssh-keygen -y); resolves the host names among O(addresses).
+  - Used by multinode.horovod.ssh_trust before it writes anything.
 version_added: 0.1.0
 author: multinode.horovod developers
 options:
@@ -25,7 +24,7 @@ options:
     type: path
     required: true
   ssh_dir:
-    description: The host directory ssh_trust fills (known_hosts, authorized_keys).
+    description: The host directory ssh_trust fills.
     type: path
     required: true
   key:
@@ -33,12 +32,11 @@ options:
     type: path
     required: true
   addresses:
-    description: The nodes' addresses; those that are not written as an IP address are resolved here.
+    description: The nodes' addresses, IP addresses or host names.
     type: list
     elements: str
     default: []
-requirements:
-  - ssh-keygen on the managed host.
+requirements: [ssh-keygen]
 attributes:
   check_mode:
     support: full
@@ -62,42 +60,49 @@ host_keys:
   type: list
   elements: str
 bad_host_keys:
-  description: C(PATH why) for every host key file that does not.
+  description: C(PATH why) of every other host key file.
   returned: success
   type: list
   elements: str
 pinned_lines:
-  description: The lines of known_hosts whose second and third fields are one key of a known type, stripped.
+  description: The lines of known_hosts whose second and third fields are one key of a known type.
   returned: success
   type: list
   elements: str
 authorized_lines:
-  description: The lines of authorized_keys, stripped, without comments and empty lines.
+  description: The lines of authorized_keys, without comments and empty lines.
   returned: success
   type: list
   elements: str
 key:
+  description: The client key's C(mode), C(owner), C(group) and C(public_key) as for host keys; {} when none.
+  returned: success
+  type: dict
+sources:
   description: >-
-    The client key's mode, owner, group and C(public_key) (C(TYPE BLOB) as C(ssh-keygen -y) derives it, an
-    empty string when it does not load); an empty dict when there is no key.
+    The IP addresses of O(addresses), then what the host names among them resolve to here (sshd matches
+    a key's C(from=) with the source address only); no loopback, each once.
   returned: success
-  type: dict
-resolved:
-  description: For each address that is a host name, the addresses it resolves to here (none when it does not).
+  type: list
+  elements: str
+unresolved:
+  description: The host names of O(addresses) that resolve to nothing here.
   returned: success
-  type: dict
+  type: list
+  elements: str
 """
 
 import glob
 import os
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.multinode.horovod.plugins.module_utils.ssh_keys import (
     IP_RE,
+    LOOPBACK_RE,
     Run,
     content_lines,
     host_key,
@@ -130,29 +135,35 @@ def host_keys(key_dir: str) -> tuple[list[str], list[str]]:
     return sorted(keys, key=str.lower), bad
 
 
-def resolve(addresses: Iterable[str]) -> dict[str, list[str]]:
-    """``{name: [address, ...]}`` for each address that is a host name, in the resolver's order, each once."""
-    out: dict[str, list[str]] = {}
-    for name in addresses:
-        if IP_RE.match(name) or name in out:
-            continue
-        try:
-            found = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            found = []
-        out[name] = list(dict.fromkeys(str(info[4][0]) for info in found))
-    return out
+def resolve(name: str) -> list[str]:
+    try:
+        return [str(info[4][0]) for info in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)]
+    except (OSError, UnicodeError):
+        return []
+
+
+def sources(addresses: Iterable[str], lookup: Callable[[str], list[str]] = resolve) -> tuple[list[str], list[str]]:
+    """The from= addresses of the nodes `addresses` (those written as IP addresses, then what the host
+    names among them resolve to, never loopback, each once) and the host names that resolve to nothing."""
+    addresses = list(dict.fromkeys(addresses))
+    names = [address for address in addresses if not IP_RE.match(address)]
+    found = {name: lookup(name) for name in names}
+    candidates = addresses + [address for name in names for address in found[name]]
+    keep = [a for a in candidates if IP_RE.match(a) and not LOOPBACK_RE.match(a)]
+    return list(dict.fromkeys(keep)), [name for name in names if not found[name]]
 
 
 def describe(host_key_dir: str, ssh_dir: str, key: str, addresses: list[str], run: Run) -> dict[str, Any]:
     keys, bad = host_keys(host_key_dir)
+    from_addresses, unresolved = sources(addresses)
     return {
         "host_keys": keys,
         "bad_host_keys": bad,
         "pinned_lines": [line for line in content_lines(read_text(f"{ssh_dir}/known_hosts")) if pinnable(line)],
         "authorized_lines": content_lines(read_text(f"{ssh_dir}/authorized_keys")),
         "key": (private_key(key, run) if os.path.isfile(key) else None) or {},
-        "resolved": resolve(addresses),
+        "sources": from_addresses,
+        "unresolved": unresolved,
     }
 
 

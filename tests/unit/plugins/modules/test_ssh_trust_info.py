@@ -81,7 +81,8 @@ def test_it_keeps_type_and_blob_and_drops_comments(tmp_path):
         "pinned_lines": [f"[a]:1 {ED_A}"],
         "authorized_lines": [f"{ED_K} c"],
         "key": {},
-        "resolved": {},
+        "sources": [],
+        "unresolved": [],
     }
     assert read(tmp_path / "none", {}) == {
         "host_keys": [],
@@ -89,7 +90,8 @@ def test_it_keeps_type_and_blob_and_drops_comments(tmp_path):
         "pinned_lines": [],
         "authorized_lines": [],
         "key": {},
-        "resolved": {},
+        "sources": [],
+        "unresolved": [],
     }
 
 
@@ -193,13 +195,25 @@ def test_the_client_key_and_the_public_key_it_derives(tmp_path, passphrase, mode
     assert path.read_text().splitlines()[1] not in json.dumps(found)
 
 
-def test_host_names_are_resolved_here_and_addresses_are_not(tmp_path):
-    addresses = ("192.0.2.1", "fe80::1", "localhost", "localhost", "no-such-host.invalid")
-    resolved = read(tmp_path, {}, addresses)["resolved"]
-    assert list(resolved) == ["localhost", "no-such-host.invalid"]
-    assert "127.0.0.1" in resolved["localhost"]
-    assert len(set(resolved["localhost"])) == len(resolved["localhost"])
-    assert resolved["no-such-host.invalid"] == []
+def test_sources_are_every_ip_address_then_the_resolved_ones_once_and_never_loopback():
+    found = {
+        "node-c.lan": ["192.0.2.12", "2001:db8::12", "127.0.1.1", "::1", "192.0.2.12"],
+        "other.lan": ["192.0.2.10", "127.0.0.1", "::ffff:192.0.2.13"],
+        "gone.lan": [],
+    }
+    addresses = ["192.0.2.10", "192.0.2.11", "node-c.lan", "2001:db8::4", "other.lan", "gone.lan", "127.0.0.1"]
+    assert m.sources(addresses, found.__getitem__) == (
+        ["192.0.2.10", "192.0.2.11", "2001:db8::4", "192.0.2.12", "2001:db8::12", "::ffff:192.0.2.13"],
+        ["gone.lan"],
+    )
+    assert m.sources(["192.0.2.10", "fe80::1"], found.__getitem__) == (["192.0.2.10", "fe80::1"], [])
+
+
+def test_host_names_are_resolved_here(tmp_path):
+    found = read(tmp_path, {}, ("192.0.2.1", "localhost", "no-such-host.invalid"))
+    assert found["sources"] == ["192.0.2.1"]  # localhost is loopback only
+    assert found["unresolved"] == ["no-such-host.invalid"]
+    assert "127.0.0.1" in m.resolve("localhost")
 
 
 @pytest.mark.skipif(not shutil.which("ansible"), reason="ansible is not on PATH")

@@ -1,6 +1,7 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""container_sshd's filter (where the role knocks) and its image check (files/sshd_image_check.sh)."""
+"""container_sshd's tasks: where the role knocks for sshd's banner, and its image check
+(files/sshd_image_check.sh)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from checkout import REPO, load
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from checkout import REPO
 
-f = load("plugins/filter/container_sshd.py", "container_sshd_filters")
 CHECK = REPO / "roles" / "container_sshd" / "files" / "sshd_image_check.sh"
 
 
@@ -28,11 +31,11 @@ CHECK = REPO / "roles" / "container_sshd" / "files" / "sshd_image_check.sh"
     ],
 )
 def test_the_probe_address(addresses, probe):
-    assert f.probe_address(addresses) == probe
-
-
-def test_filter_names():
-    assert set(f.FilterModule().filters()) == {"container_sshd_probe_address"}
+    tasks = yaml.safe_load((REPO / "roles" / "container_sshd" / "tasks" / "main.yml").read_text())
+    wait = next(task for task in tasks if task["name"] == "Wait for sshd in the container to answer")
+    variables = {"container_sshd_listen_addresses": addresses}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    assert templar.template(trust_as_template(wait["vars"]["__container_sshd_probe_address"])) == probe
 
 
 def image_check(tmp_path: Path, shadow_field: str, sshd: bool) -> list[str]:
