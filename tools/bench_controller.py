@@ -258,15 +258,19 @@ def ssh_trust_play(nodes: int) -> list[dict[str, Any]]:
     facts = {
         "name": "Stand for what the role reads on the hosts: one host key per node, every node pinned",
         "ansible.builtin.set_fact": {
-            "__ssh_trust_host_keys": [key.format("host-{{ inventory_hostname }}")],
-            "__ssh_trust_bad_host_keys": [],
-            "__ssh_trust_pinned_lines": (
-                "{{ groups['horovod_cluster'] | map('regex_replace', '^(.*)$',"
-                f" '[\\\\1]:{PORT} {key.format('host-')}\\\\1') | list }}}}"
-            ),
-            "__ssh_trust_authorized_lines": [],
+            # What ssh_trust_info returns (tasks/read.yml).
+            "__ssh_trust_read": {
+                "host_keys": [key.format("host-{{ inventory_hostname }}")],
+                "pinned_lines": (
+                    "{{ groups['horovod_cluster'] | map('regex_replace', '^(.*)$',"
+                    f" '[\\\\1]:{PORT} {key.format('host-')}\\\\1') | list }}}}"
+                ),
+                "authorized_lines": [],
+                "bad_host_keys": [],
+            },
             "__ssh_trust_keypair": {"changed": False, "public_key": key.format("client-{{ inventory_hostname }}")},
-            "__ssh_trust_resolved": {"results": []},
+            # What files/ssh_link.py prints in the container (tasks/main.yml): the wrapper linked and found first.
+            "__ssh_trust_link": {"stdout": "{{ {'after': __ssh_trust_link_wanted} | to_json }}"},
         },
     }
     # The bench's own check, not the role's work: the texts are the same on every node, checked once.

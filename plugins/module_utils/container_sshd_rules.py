@@ -44,13 +44,8 @@ def check_port(values: Values) -> Problems:
     port = whole(value)
     if port is not None and 1 <= port <= 65535:
         return []
-    return [
-        (
-            "container_sshd_port",
-            f"{plain(value)!r} is not a TCP port; use a whole number from 1 to 65535 that is not the host's own "
-            f"sshd port (default {defaults.SSH_PORT})",
-        )
-    ]
+    fix = f"use a whole number from 1 to 65535 that is not the host's own sshd port (default {defaults.SSH_PORT})"
+    return [("container_sshd_port", f"{plain(value)!r} is not a TCP port; {fix}")]
 
 
 def check_host_key_types(values: Values) -> Problems:
@@ -60,10 +55,11 @@ def check_host_key_types(values: Values) -> Problems:
         return [(variable, f"{plain(value)!r} is not a list; list the key types, for example [ed25519, rsa]")]
     if not value:
         return [(variable, f"the list is empty and sshd needs a host key; list at least one of {allowed}")]
-    found: Problems = []
-    for key_type in value:
-        if not isinstance(key_type, str) or key_type not in KEY_TYPES:
-            found.append((variable, f"{plain(key_type)!r} is not a host key type this role makes; use {allowed}"))
+    found: Problems = [
+        (variable, f"{plain(key_type)!r} is not a host key type this role makes; use {allowed}")
+        for key_type in value
+        if not isinstance(key_type, str) or key_type not in KEY_TYPES
+    ]
     twice = sorted({key_type for key_type in value if isinstance(key_type, str) and value.count(key_type) > 1})
     if twice:
         found.append((variable, f"{', '.join(twice)} is listed more than once; list each key type once"))
@@ -80,9 +76,7 @@ def address_problem(value: object) -> str | None:
         address = ipaddress.ip_address(bare)
     except ValueError:
         return f"{value!r} is not an IP address (no names, ports, spaces or empty strings); {fix}"
-    if bare != value and address.version != 6:
-        return f"{value!r} puts an IPv4 address in brackets; {fix}"
-    return None
+    return f"{value!r} puts an IPv4 address in brackets; {fix}" if bare != value and address.version != 6 else None
 
 
 def _check_list(values: Values, variable: str, problem_of: Callable[[object], str | None], example: str) -> Problems:
@@ -117,17 +111,15 @@ def source_problem(value: object) -> str | None:
 
 
 def admits_any(value: object) -> bool:
-    """Whether a source admits every address: ``*``, a network of prefix length 0 (``0.0.0.0/0``,
-    ``::/0``) or the unspecified address (``0.0.0.0``, ``::``), which is written to mean any."""
+    """Whether a source admits every address: ``*``, a network of prefix length 0 or the unspecified
+    address (``0.0.0.0``, ``::``), which is written to mean any."""
     if value == "*":
         return True
-    if not isinstance(value, str):
-        return False
     try:
-        network = ipaddress.ip_network(value, strict=False)
+        network = ipaddress.ip_network(value, strict=False) if isinstance(value, str) else None
     except ValueError:
         return False
-    return network.prefixlen == 0 or (network.num_addresses == 1 and network.network_address.is_unspecified)
+    return network is not None and (network.prefixlen == 0 or network.with_prefixlen in ("0.0.0.0/32", "::/128"))
 
 
 def _switch(values: Values, variable: str) -> bool | None:
@@ -172,12 +164,8 @@ def check_wait_timeout(values: Values) -> Problems:
     seconds = whole(value)
     if seconds is not None and seconds > 0:
         return []
-    return [
-        (
-            "container_sshd_wait_timeout",
-            f"{plain(value)!r} is not a number of seconds above 0; use a whole number such as the default 30",
-        )
-    ]
+    fix = "use a whole number such as the default 30"
+    return [("container_sshd_wait_timeout", f"{plain(value)!r} is not a number of seconds above 0; {fix}")]
 
 
 CHECKS: tuple[Callable[[Values], Problems], ...] = (

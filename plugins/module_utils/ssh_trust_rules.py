@@ -37,54 +37,37 @@ EXAMPLE = "{name: node-b, address: 192.0.2.11}"
 _ABSENT = object()
 
 
-def _node(index: int, node: Mapping[str, Any], seen: dict[str, dict[str, str]]) -> Problems:
+def _node(index: int, node: Mapping[str, Any], seen: dict[str, dict[str, str]]) -> list[str]:
     """The problems of one entry of ssh_trust_nodes; records its name and address in `seen`."""
-    out: Problems = []
+    out = []
     name = node.get("name")
     label, who = f"node {index}", f"node {index}"
     if not isinstance(name, str) or not name.strip():
-        out.append(
-            (f"{P}nodes", f"node {index} has no name; give each node its inventory hostname as name, e.g. {EXAMPLE}")
-        )
+        out.append(f"node {index} has no name; give each node its inventory hostname as name, e.g. {EXAMPLE}")
     elif not HOST_RE.fullmatch(name):
         out.append(
-            (
-                f"{P}nodes",
-                f"node {index}: the name {name!r} is not a host name (letters, digits, '.', '-', '_'); give the "
-                "node's inventory hostname",
-            )
+            f"node {index}: the name {name!r} is not a host name (letters, digits, '.', '-', '_'); give the "
+            "node's inventory hostname"
         )
     elif name in seen["name"]:
-        out.append(
-            (f"{P}nodes", f"the name {name!r} is used twice; every node needs its own name (its inventory hostname)")
-        )
+        out.append(f"the name {name!r} is used twice; every node needs its own name (its inventory hostname)")
     else:
         seen["name"][name] = name
         label, who = name, f"the node {name}"
     address = node.get("address")
     if address is None or (isinstance(address, str) and not address.strip()):
         out.append(
-            (
-                f"{P}nodes",
-                f"{who} has no address; give every node a name and the address the other nodes reach "
-                f"it at, e.g. {EXAMPLE}",
-            )
+            f"{who} has no address; give every node a name and the address the other nodes reach it at, e.g. {EXAMPLE}"
         )
     elif not isinstance(address, str) or not (HOST_RE.fullmatch(address) or IPV6_RE.fullmatch(address)):
         out.append(
-            (
-                f"{P}nodes",
-                f"{who}: the address {address!r} is not one host name, IPv4 or IPv6 address (no spaces, "
-                "commas, '*', '?', '!', '[' or ']'); give the address the other nodes reach it at",
-            )
+            f"{who}: the address {address!r} is not one host name, IPv4 or IPv6 address (no spaces, commas, '*', "
+            "'?', '!', '[' or ']'); give the address the other nodes reach it at"
         )
     elif address in seen["address"]:
         out.append(
-            (
-                f"{P}nodes",
-                f"the nodes {seen['address'][address]} and {label} have the same address {address!r}; every node "
-                "needs its own address",
-            )
+            f"the nodes {seen['address'][address]} and {label} have the same address {address!r}; every node "
+            "needs its own address"
         )
     else:
         seen["address"][address] = label
@@ -95,41 +78,27 @@ def _nodes(inputs: Mapping[str, Any]) -> tuple[Problems, list[str]]:
     """The node list's problems, and the names it gives."""
     nodes = inputs.get(f"{P}nodes", [])
     if not isinstance(nodes, list | tuple):
-        return [
-            (
-                f"{P}nodes",
-                f"{nodes!r} is not a list; list every node of the cluster as {{name, address}}, e.g. [{EXAMPLE}]",
-            )
-        ], []
+        fix = f"list every node of the cluster as {{name, address}}, e.g. [{EXAMPLE}]"
+        return [(f"{P}nodes", f"{nodes!r} is not a list; {fix}")], []
     if not nodes:
-        return [
-            (
-                f"{P}nodes",
-                "the list is empty; list every node of the cluster as {name, address}, the master included "
-                "(playbooks/site.yml builds it from the horovod_cluster group)",
-            )
-        ], []
-    out: Problems = []
+        fix = "the master included (playbooks/site.yml builds it from the horovod_cluster group)"
+        return [(f"{P}nodes", f"the list is empty; list every node of the cluster as {{name, address}}, {fix}")], []
+    out: list[str] = []
     seen: dict[str, dict[str, str]] = {"name": {}, "address": {}}
     for index, node in enumerate(nodes):
-        if not isinstance(node, Mapping):
-            out.append((f"{P}nodes", f"node {index} ({node!r}) is not a {{name, address}} dictionary, e.g. {EXAMPLE}"))
-        else:
+        if isinstance(node, Mapping):
             out += _node(index, node, seen)
-    return out, list(seen["name"])
+        else:
+            out.append(f"node {index} ({node!r}) is not a {{name, address}} dictionary, e.g. {EXAMPLE}")
+    return [(f"{P}nodes", message) for message in out], list(seen["name"])
 
 
 def _master(inputs: Mapping[str, Any], names: list[str]) -> Problems:
     master = inputs.get(f"{P}master", "")
     if not names or master in names:  # without a sound node list, that list's problem is the one to fix
         return []
-    return [
-        (
-            f"{P}master",
-            f"{master!r} is not a name in {P}nodes ({', '.join(names) or 'none'}); set it to the node that launches "
-            "horovodrun",
-        )
-    ]
+    fix = "set it to the node that launches horovodrun"
+    return [(f"{P}master", f"{master!r} is not a name in {P}nodes ({', '.join(names) or 'none'}); {fix}")]
 
 
 def _numbers(inputs: Mapping[str, Any]) -> Problems:
@@ -137,23 +106,16 @@ def _numbers(inputs: Mapping[str, Any]) -> Problems:
     port = inputs.get(f"{P}port", _ABSENT)
     number = whole(port)
     if port is not _ABSENT and (number is None or not 1 <= number <= MAX_PORT):
-        out.append(
-            (
-                f"{P}port",
-                f"{shown(port)} is not a TCP port; use the containers' sshd port, from 1 to 65535 "
-                f"(container_sshd_port, default {defaults.SSH_PORT}), not the port of the host's own sshd",
-            )
+        fix = (
+            f"use the containers' sshd port, from 1 to 65535 (container_sshd_port, default {defaults.SSH_PORT}), "
+            "not the port of the host's own sshd"
         )
+        out.append((f"{P}port", f"{shown(port)} is not a TCP port; {fix}"))
     timeout = inputs.get(f"{P}connect_timeout", _ABSENT)
     seconds = whole(timeout)
     if timeout is not _ABSENT and (seconds is None or seconds < 1):
-        out.append(
-            (
-                f"{P}connect_timeout",
-                f"{shown(timeout)} is not a whole number of 1 or more; set the seconds each ssh of the "
-                "verification may take to connect",
-            )
-        )
+        fix = "set the seconds each ssh of the verification may take to connect"
+        out.append((f"{P}connect_timeout", f"{shown(timeout)} is not a whole number of 1 or more; {fix}"))
     return out
 
 
@@ -166,25 +128,18 @@ def _others(inputs: Mapping[str, Any], names: list[str]) -> Problems:
                 (f"{P}replace_host_keys", f"{replace!r} is not a list; list node names, e.g. [node-b], or give []")
             )
         else:
-            for name in replace:
-                if name not in names:
-                    out.append(
-                        (
-                            f"{P}replace_host_keys",
-                            f"{name!r} is not a name in {P}nodes ({', '.join(names) or 'none'}); list only nodes "
-                            "whose changed host key you have checked",
-                        )
-                    )
+            fix = "list only nodes whose changed host key you have checked"
+            known = f"{P}nodes ({', '.join(names) or 'none'})"
+            out += [
+                (f"{P}replace_host_keys", f"{n!r} is not a name in {known}; {fix}") for n in replace if n not in names
+            ]
     container = inputs.get(f"{P}container_name", _ABSENT)
     if container is not _ABSENT and not (isinstance(container, str) and CONTAINER_RE.fullmatch(container)):
-        out.append(
-            (
-                f"{P}container_name",
-                f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
-                "with a letter or digit (the name docker_horovod gave the container, "
-                f"default {defaults.CONTAINER_NAME})",
-            )
+        fix = (
+            "use letters, digits, '_', '.' and '-', starting with a letter or digit (the name docker_horovod gave "
+            f"the container, default {defaults.CONTAINER_NAME})"
         )
+        out.append((f"{P}container_name", f"{container!r} is not a Docker container name; {fix}"))
     return out
 
 

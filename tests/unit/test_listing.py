@@ -6,14 +6,9 @@ file exactly as that task would leave it; every difference runs it."""
 from __future__ import annotations
 
 import base64
-import grp
-import os
-import pwd
-import subprocess
 
 import pytest
-import yaml
-from checkout import REPO, load
+from checkout import load
 
 f = load("plugins/filter/listing.py", "listing_filters")
 
@@ -63,30 +58,6 @@ def test_every_difference_runs_the_write(path, mode, content):
 def test_a_file_listed_without_its_text_is_not_in_place_when_text_is_wanted():
     assert not f.listed_in_place("## 644 root:root /a", "/a", "0644", "")
     assert f.listed_in_place("## 644 root:root /a", "/a", "0644")
-
-
-def test_the_ssh_trust_read_command_lists_what_listed_in_place_reads(tmp_path):
-    """ssh_trust's read command (tasks/read.yml), run on a tree of its own."""
-    task = next(t for t in yaml.safe_load((REPO / "roles/ssh_trust/tasks/read.yml").read_text())
-                if t["name"] == "Read the host public keys and this role's files")  # fmt: skip
-    argv = task["ansible.builtin.command"]["argv"]
-    host_dir, ssh_dir = tmp_path / "sshd", tmp_path / "ssh"
-    (ssh_dir / "bin").mkdir(parents=True)
-    host_dir.mkdir()
-    os.chmod(ssh_dir, 0o700)
-    os.chmod(ssh_dir / "bin", 0o755)
-    (ssh_dir / "config").write_text("Host a\n")
-    os.chmod(ssh_dir / "config", 0o644)
-    (ssh_dir / "bin" / "ssh").write_text("#!/bin/sh\n")
-    os.chmod(ssh_dir / "bin" / "ssh", 0o755)
-    out = subprocess.run([*argv[:4], str(host_dir), str(ssh_dir)], capture_output=True, text=True, check=True).stdout
-    who = {"owner": pwd.getpwuid(os.getuid()).pw_name, "group": grp.getgrgid(os.getgid()).gr_name}
-    assert f.listed_in_place(out, str(ssh_dir), "0700", **who)
-    assert f.listed_in_place(out, str(ssh_dir / "bin"), "0755", **who)
-    assert f.listed_in_place(out, str(ssh_dir / "config"), "0644", "Host a\n", **who)
-    assert f.listed_in_place(out, str(ssh_dir / "bin" / "ssh"), "0755", "#!/bin/sh\n", **who)
-    assert not f.listed_in_place(out, str(ssh_dir / "config"), "0644", "Host b\n", **who)
-    assert not f.listed_in_place(out, str(ssh_dir / "known_hosts"), "0644", "", **who)
 
 
 def test_sections_of_a_read_command_are_not_files():
@@ -151,43 +122,6 @@ def test_a_key_pair_as_the_module_leaves_it_is_in_place():
 )
 def test_every_difference_of_a_key_pair_runs_the_module(listing, comment):
     assert not f.listed_key_pair_in_place(listing, KEY, comment)
-
-
-def test_the_container_sshd_read_command_lists_what_listed_key_pair_in_place_reads(tmp_path):
-    """container_sshd's read command (vars/main.yml), on real keys made by ssh-keygen in a tree of its own."""
-    role_vars = yaml.safe_load((REPO / "roles/container_sshd/vars/main.yml").read_text())
-    sshd_dir = tmp_path / "sshd"
-    sshd_dir.mkdir()
-    script = (
-        role_vars["__container_sshd_read_script"]
-        .replace("{{ __container_sshd_dir }}", str(sshd_dir))
-        .replace("{{ __container_sshd_config }}", str(sshd_dir / "sshd_config"))
-    )
-    assert "{{" not in script
-    keys = {}
-    for kind in ("ed25519", "rsa", "ecdsa"):
-        keys[kind] = sshd_dir / f"ssh_host_{kind}_key"
-        extra = ["-N", "secret"] if kind == "ecdsa" else ["-N", ""]
-        subprocess.run(["ssh-keygen", "-q", "-t", kind, "-C", "root@a (c)", "-f", str(keys[kind]), *extra], check=True)
-        os.chmod(keys[kind].with_suffix(".pub"), 0o600)
-    # Another comment on the rsa key's public file.
-    pub = keys["rsa"].with_suffix(".pub")
-    pub.write_text(pub.read_text().replace("root@a (c)", "someone"))
-    out = subprocess.run(
-        ["sh", "-c", script, "read", "mnh-no-such-container", "true", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    who = {"owner": pwd.getpwuid(os.getuid()).pw_name, "group": grp.getgrgid(os.getgid()).gr_name}
-    assert f.listed_key_pair_in_place(out, str(keys["ed25519"]), "root@a (c)", **who)
-    assert not f.listed_key_pair_in_place(out, str(keys["rsa"]), "root@a (c)", **who)
-    assert f.listed_key_pair_in_place(out, str(keys["rsa"]), "someone", **who)
-    assert not f.listed_key_pair_in_place(out, str(keys["ecdsa"]), "root@a (c)", **who)  # a passphrase
-    assert not f.listed_key_pair_in_place(out, str(keys["ed25519"]), "root@a (c)", mode="0644", **who)
-    # The private key's bytes never appear in what the command prints.
-    assert keys["ed25519"].read_text().splitlines()[1] not in out
-    assert str(keys["ecdsa"]) in f.listed_paths(out)
 
 
 def test_listed_derived_keys_keeps_type_and_blob_of_keys_that_load():
