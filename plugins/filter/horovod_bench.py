@@ -9,7 +9,6 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as bench
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import plain as _plain
 
 
 def bench_plan(  # noqa: PLR0917 - a filter's arguments are positional in Jinja
