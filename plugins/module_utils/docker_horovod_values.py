@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""How the docker_horovod role reads its values: Docker sizes, image references, container names.
+"""How the docker_horovod role reads its values: Docker sizes, image references, registries.
 
 Pure functions shared by the role's filters (plugins/filter/docker_horovod.py) and its input rules
 (plugins/module_utils/docker_horovod_rules.py), so that both read a value the same way.
@@ -9,10 +9,8 @@ Pure functions shared by the role's filters (plugins/filter/docker_horovod.py) a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
-
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 
 # Docker's size syntax as the engine parses it (units case-insensitive, "b" suffix optional).
 _SIZE = re.compile(r"^([0-9]+)\s*(?:([kmgt])b?|b)?$", re.IGNORECASE)
@@ -24,13 +22,6 @@ _REFERENCE = re.compile(
     rf"(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
     r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
-)
-# The Docker engine's own rule for container names (daemon/names: validContainerNamePattern), without
-# the leading "/" it tolerates: at least two characters.
-CONTAINER_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
-CONTAINER_NAME_SHAPE = (
-    "a Docker container name: at least two characters, letters, digits, '_', '.' and '-', "
-    f"starting with a letter or digit (for example {defaults.CONTAINER_NAME})"
 )
 
 
@@ -120,22 +111,3 @@ def invalid_regexes(patterns: Iterable[Any]) -> list[str]:
 def canonical_name(name: str) -> str:
     """A Python distribution name as pip compares them (PEP 503: runs of -, _ and . are one -)."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def container_name_problem(value: object) -> str | None:
-    """Why `value` is not a name Docker accepts for a container, or None when it is."""
-    if isinstance(value, str) and CONTAINER_NAME_RE.fullmatch(value):
-        return None
-    return f"{plain(value)!r} is not a valid container name; use {CONTAINER_NAME_SHAPE}"
-
-
-def plain(value: Any) -> Any:
-    """`value` with Ansible's tagged strings, lists and mappings turned back into plain ones, for messages."""
-    if isinstance(value, Mapping):
-        return {plain(key): plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    for kind in (bool, str, int, float):
-        if isinstance(value, kind):
-            return kind(value)
-    return value

@@ -21,14 +21,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, values
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import COMPONENT_RE, path_problem, strip_slash
 
 Problems = list[tuple[str, str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-LABEL_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 ADDRESS_RE = re.compile(r"[0-9A-Fa-f.:]+")
 NETWORK_RE = re.compile(r"([0-9A-Fa-f.:]+)/(0|[1-9][0-9]{0,2})")
 NUMBER_RE = re.compile(r"0|[1-9][0-9]{0,9}")
@@ -49,12 +48,6 @@ EXPORT_FIELDS = ("path", "clients", "options", "owner", "group", "mode")
 
 
 # Names and addresses (shared with nfs_client_rules).
-
-
-def is_host_name(value: str) -> bool:
-    """Whether `value` is a host name by RFC 1123 (not one that looks like a mistyped IPv4 address)."""
-    labels = value.split(".")
-    return 0 < len(value) <= 253 and all(LABEL_RE.fullmatch(label) for label in labels) and not labels[-1].isdigit()
 
 
 def ip_address(value: str) -> Address | None:
@@ -78,7 +71,7 @@ def host_problem(value: object, *, ipv6: bool = True) -> str | None:
         if address.version == 6 and not ipv6:
             return f"{value!r} is an IPv6 address, which cannot be written here"
         return None
-    if is_host_name(value):
+    if values.is_host_name(value):
         return None
     return f"{value!r} is not a host name or an IP address"
 
@@ -107,18 +100,6 @@ def data_path_problem(value: object) -> str | None:
     if isinstance(value, str) and re.search(r"\s", value):
         return f"{value!r} contains whitespace or a line break; use a path without them"
     return path_problem(value)
-
-
-def as_bool(value: object) -> bool | None:
-    """`value` by Ansible's boolean rules (true/false, yes/no, on/off, 1/0), or None."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).lower() if isinstance(value, str | int) else None
-    if text in ("true", "yes", "on", "y", "t", "1"):
-        return True
-    if text in ("false", "no", "off", "n", "f", "0"):
-        return False
-    return None
 
 
 def list_problem(value: object, example: str, field: str = "") -> str | None:
@@ -382,7 +363,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     found: Problems = []
     switches = {}
     for switch in ("nfs_server_allow_any_client", "nfs_server_allow_weak_options"):
-        switches[switch] = as_bool(inputs.get(switch, False))
+        switches[switch] = values.switch(inputs.get(switch, False))
         if switches[switch] is None:
             found.append((switch, f"{inputs[switch]!r} is not a boolean; use true or false"))
     allow_any, allow_weak = (bool(value) for value in switches.values())
