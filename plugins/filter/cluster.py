@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters of the site's playbooks: the gate, the settings, and what the site hands each role.
+"""Filters of the site's playbooks: the gate, and the settings and role inputs of a host.
 
 The rules and the mapping live in plugins/module_utils/gate.py and cluster.py; tested in
 tests/unit/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
@@ -37,11 +37,6 @@ def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any
     return []
 
 
-def cluster_settings(host_vars: Mapping[str, Any]) -> dict[str, Any]:
-    """The site's settings (horovod_*) for one host: the inventory's values over the defaults."""
-    return cluster.settings_of(host_vars)
-
-
 def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The hosts as the roles take them: name, the address other nodes use, and slots."""
     return cluster.nodes(names, hostvars)
@@ -51,16 +46,18 @@ def _site(context: Mapping[str, Any], node_ips: Mapping[str, Sequence[str]] | No
     return cluster.Site(context["groups"], context["hostvars"], node_ips=node_ips)
 
 
-def cluster_input(
-    context: Mapping[str, Any], variable: str, node_ips: Mapping[str, Sequence[str]] | None = None
-) -> Any:
-    """What the site hands role variable `variable` on this host. `context`: the task's ``vars`` (its
-    groups, hostvars and inventory_hostname, read only as far as the value needs them)."""
-    if variable not in cluster.BY_VARIABLE:
-        raise AnsibleFilterError(f"cluster_input: the site does not set {variable}")
-    value = cluster.value_of(_site(context, node_ips), context["inventory_hostname"], variable)
+def cluster_input(context: Mapping[str, Any], name: str, node_ips: Mapping[str, Sequence[str]] | None = None) -> Any:
+    """What the site hands role variable `name` on this host, or the site's setting `name` there.
+    `context`: the task's ``vars`` (its groups, hostvars and inventory_hostname, read only as far as
+    the value needs them)."""
+    site, host = _site(context, node_ips), context["inventory_hostname"]
+    if name in cluster.BY_NAME:
+        return site.settings(host)[name]
+    if name not in cluster.BY_VARIABLE:
+        raise AnsibleFilterError(f"cluster_input: {name} is neither a setting of the site nor a role variable it sets")
+    value = cluster.value_of(site, host, name)
     if value is cluster.OMIT:
-        raise AnsibleFilterError(f"cluster_input: {variable} needs the nodes' IPv4 addresses (node_ips)")
+        raise AnsibleFilterError(f"cluster_input: {name} needs the nodes' IPv4 addresses (node_ips)")
     return value
 
 
@@ -110,5 +107,4 @@ class FilterModule:
             "cluster_probe_sections": cluster_probe_sections,
             "cluster_report": cluster_report,
             "cluster_roles": cluster_roles,
-            "cluster_settings": cluster_settings,
         }

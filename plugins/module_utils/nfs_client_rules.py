@@ -266,3 +266,15 @@ def wait_options(mount: Mapping[str, Any], default_options: list[str]) -> str:
             continue
         kept.append(option)
     return ",".join(kept) or "defaults"
+
+
+def mount_of(mount: Mapping[str, Any], default_options: list[str]) -> dict[str, str]:
+    """How the role mounts one item of nfs_client_mounts: ``src`` and ``path`` (the mount point) as
+    fstab and /proc/mounts write them, ``opts`` for fstab and ``wait_options`` for the wait's
+    scratch mount."""
+    return {
+        "src": mount_source(mount),
+        "path": str(strip_slash(str(mount["mountpoint"]))),
+        "opts": ",".join(mount_options(mount, default_options)),
+        "wait_options": wait_options(mount, default_options),
+    }

@@ -388,3 +388,14 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
         for path in repeated
     ]
     return found
+
+
+def export_lines(exports: list[Mapping[str, Any]], default_options: list[str]) -> list[str]:
+    """The role's exports file, one line per export: ``<path> <client>(<options>) ...``, the path
+    without its trailing ``/``, the export's own options or else the role's defaults."""
+    lines = []
+    for export in exports:
+        options = ",".join(export["options"] if export.get("options") is not None else default_options)
+        clients = " ".join(f"{client}({options})" for client in export["clients"])
+        lines.append(f"{strip_slash(export['path'])} {clients}")
+    return lines

@@ -164,7 +164,7 @@ def test_a_cluster_wide_problem_is_named_once():
 
 
 def test_settings_drop_a_trailing_slash_in_one_place():
-    settings = cluster.cluster_settings({"horovod_share_dir": "/data1/share/", "horovod_ssh_port": "2222"})
+    settings = mapping.settings_of({"horovod_share_dir": "/data1/share/", "horovod_ssh_port": "2222"})
     assert settings["horovod_share_dir"] == "/data1/share"
     assert settings["horovod_ssh_port"] == 2222
     assert settings["horovod_image"] == "horovod/horovod:0.28.1"

@@ -145,7 +145,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/ssh_trust/vars/main.yml", "SSH_DIR"): (1, DEFINITION),
     ("roles/container_sshd/tasks/assert.yml", "SSH_PORT"): (1, MESSAGE),
     ("roles/ssh_trust/tasks/assert.yml", "SSH_PORT"): (1, MESSAGE + " (container_sshd's default)"),
-    ("roles/nfs_client/tasks/main.yml", "SHARE_DIR"): (1, DOC),
     ("roles/container_sshd/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
     ("roles/docker_horovod/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
     ("roles/horovod_launch/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
@@ -224,7 +223,7 @@ def unlisted(found: Counter[tuple[str, str]]) -> list[str]:
     """The copies that ALLOWED does not list (or not that often), and the entries no longer found."""
     problems = [
         f"{path}: {count} x {name} ({getattr(defaults, name)!r}); hand it on from plugins/module_utils/defaults.py"
-        f" or gate.SETTINGS{f', ALLOWED has {ALLOWED[(path, name)][0]}' if (path, name) in ALLOWED else ''}"
+        f" or cluster.SETTINGS{f', ALLOWED has {ALLOWED[(path, name)][0]}' if (path, name) in ALLOWED else ''}"
         for (path, name), count in sorted(found.items())
         if ALLOWED.get((path, name), (0, ""))[0] != count
     ]
