@@ -1,17 +1,10 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Input rules of the nfs_server role: what may go into an exports line, checked on the controller.
+"""Input rules of the nfs_server role: what may go into a line of its exports file.
 
-Every value ends up in ``<path> <client>(<option>,<option>) ...`` of the role's exports file, so each
-part is accepted only in a shape that cannot end the option list, add a client or start a new line:
-- a path per ``paths.path_problem`` (after the trailing ``/`` the role strips), each exported once;
-- a client is one host name (RFC 1123), IPv4 or IPv6 address, or network in CIDR form; ``*``,
-  ``0.0.0.0/0`` and ``::/0`` (any host) only with ``nfs_server_allow_any_client``;
-- an option is a known exports(5) option, a flag without value or a valued option whose value has
-  its option's shape, never repeated or contradicted by another one; ``insecure``, ``anonuid=0`` and
-  ``anongid=0`` (WEAK_OPTIONS) only with ``nfs_server_allow_weak_options``.
-
-The host-name, address and security-flavour rules are shared with nfs_client_rules.
+Each value ends up in ``<path> <client>(<option>,<option>) ...``, so each is accepted only in a shape
+that cannot end the option list, add a client or start a line. The host-name, address and
+security-flavour rules serve nfs_client_rules too.
 """
 
 from __future__ import annotations
@@ -210,21 +203,14 @@ EXPORT_OPTIONS: dict[str, Option] = {
     ),
 }
 EXPORT_SYNONYMS = {"mp": "mountpoint", "auth_nlm": "secure_locks", "no_auth_nlm": "insecure_locks"}
-EXPORT_CONFLICTS: list[tuple[str, ...]] = [
-    ("rw", "ro"),
-    ("sync", "async"),
-    ("secure", "insecure"),
-    ("wdelay", "no_wdelay"),
-    ("hide", "nohide"),
-    ("crossmnt", "nocrossmnt"),
-    ("subtree_check", "no_subtree_check"),
-    ("secure_locks", "insecure_locks"),
-    ("pnfs", "no_pnfs"),
-    ("acl", "no_acl"),
-    ("root_squash", "no_root_squash"),
-    ("all_squash", "no_all_squash"),
-    # all_squash maps root too: no_root_squash would silently mean nothing.
-    ("all_squash", "no_root_squash"),
+# Options that contradict each other (all_squash maps root too: no_root_squash would mean nothing).
+EXPORT_CONFLICTS = [
+    tuple(group.split("/"))
+    for group in (
+        "rw/ro sync/async secure/insecure wdelay/no_wdelay hide/nohide crossmnt/nocrossmnt "
+        "subtree_check/no_subtree_check secure_locks/insecure_locks pnfs/no_pnfs acl/no_acl "
+        "root_squash/no_root_squash all_squash/no_all_squash all_squash/no_root_squash"
+    ).split()
 ]
 EXPORT_EXAMPLE = "[rw, sync, no_subtree_check]"
 # Options that open the share wider than the client list says, and what each one opens.
