@@ -9,9 +9,9 @@ For every host of the cluster at once (docs/architecture.md, "The gate"):
    and short names (whatever their case);
 2. names: a variable that starts with ``horovod_`` or a role's prefix and that the collection does not
    know (a typo), and inventory groups that look like ours but are not;
-3. types: each setting (cluster.SETTINGS) has its type; 4. agreement: cluster-wide settings are the
-   same on every host; the site's own rules on its paths and port;
-5. the roles' own rules: what the site hands each role (cluster.role_inputs, the mapping site.yml uses),
+3. settings: each (cluster.SETTINGS) of its type, a cluster-wide one the same on every host, the
+   paths and the port by the site's own rules;
+4. the roles' own rules: what the site hands each role (cluster.role_inputs, the mapping site.yml uses),
    checked by the role's argument spec and its ``<role>_rules.py``, each problem named by the
    inventory variable the user set (``horovod_ssh_port``), not only the role variable it became.
 
