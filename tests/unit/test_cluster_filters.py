@@ -541,3 +541,35 @@ def test_a_bad_address_is_named_by_the_nodes_variable_wherever_it_is_refused(var
 def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
     errors = problems_of(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
     assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors
+
+
+def context(host, hostvars, groups=GOOD_GROUPS):
+    return {"groups": groups, "hostvars": hostvars, "inventory_hostname": host}
+
+
+def test_the_input_filter_gives_a_role_variable_or_a_setting_and_refuses_anything_else():
+    hostvars = good_hostvars(**everywhere(horovod_share_dir="/data1/data/"))
+    assert cluster.cluster_input(context("node-b", hostvars), "horovod_share_dir") == "/data1/data"
+    assert cluster.cluster_input(context("node-b", hostvars), "nfs_client_mounts")[0]["server"] == "192.0.2.10"
+    assert cluster.cluster_input(context("node-a", hostvars), "ssh_trust_master") == "node-a"
+    with pytest.raises(Exception, match="neither a setting of the site nor a role variable it sets"):
+        cluster.cluster_input(context("node-a", hostvars), "docker_horovod_rdma")
+    named = good_hostvars(node_b={"ansible_host": "node-b.cluster"})
+    with pytest.raises(Exception, match="needs the nodes' IPv4 addresses"):
+        cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses")
+    ips = {"node-a": ["192.0.2.10"], "node-b": ["10.1.0.2"], "node-c": ["192.0.2.12"]}
+    assert cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses", ips) == ["10.1.0.2"]
+
+
+def test_the_roles_filter_says_where_the_site_runs_each_role():
+    hostvars = good_hostvars()
+    assert cluster.cluster_roles(context("node-a", hostvars)) == [
+        "nfs_server", "docker_horovod", "container_sshd", "ssh_trust", "horovod_launch"
+    ]  # fmt: skip
+    assert cluster.cluster_roles(context("node-b", hostvars)) == [
+        "nfs_client", "docker_horovod", "container_sshd", "ssh_trust"
+    ]  # fmt: skip
+    existing = good_hostvars(**everywhere(horovod_shared_storage="existing"))
+    assert "nfs_client" not in cluster.cluster_roles(context("node-b", existing))
+    alone = {"horovod_cluster": ["node-a"], "horovod_master": ["node-a"], "horovod_workers": []}
+    assert "nfs_server" not in cluster.cluster_roles(context("node-a", hostvars, alone))
