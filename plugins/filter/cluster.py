@@ -1,15 +1,10 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters of the site playbook: the gate on the inventory, and the inventory turned into role input.
+"""Filters of the site's playbooks: the gate, and the settings and role inputs of a host.
 
-`cluster_report` and `cluster_problems` list everything wrong with an inventory (the rules live in
-plugins/module_utils/gate.py), so the first play can stop before any change and name every fix at
-once; `cluster_gate` is the same gate for a play's `hosts:` keyword, which Ansible evaluates even when
-`--start-at-task` or `--skip-tags always` skip the first play's tasks; `cluster_settings` is the
-site's settings with their defaults (one table for the gate and the plays); `cluster_nodes` turns the
-inventory's hosts into the `[{name, address, slots}]` list the roles take; `cluster_probe_sections`
-splits the node probe's one command into what each of its programs printed. Unit-tested in
-tests/unit/test_cluster_filters.py and, through ansible-playbook, tests/unit/test_site_validation.py.
+The rules and the mapping live in plugins/module_utils/gate.py and cluster.py; tested in
+tests/unit/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
+test_site_mapping.py.
 """
 
 from __future__ import annotations
@@ -19,48 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils import gate
-from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive
+from ansible_collections.multinode.horovod.plugins.module_utils import cluster, gate
 
 HEADER = "Fix the inventory first (nothing was changed):"
-# An image ID as `docker container inspect --format {{.Image}}` prints it.
-IMAGE_ID_RE = re.compile(r"^sha256:[0-9a-f]+$")
 IPV4_RE = re.compile(r"^[0-9.]+$")
-
-
-def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The hosts as the roles take them: name, the address other nodes use, and slots."""
-    nodes = []
-    for name in names:
-        host = hostvars[name]
-        slots = positive(host.get("horovod_slots"))
-        if slots is None:
-            slots = positive(host.get("docker_horovod_gpu_count")) or 1
-        nodes.append({"name": name, "address": gate.address_of(name, host), "slots": slots})
-    return nodes
-
-
-def cluster_probe_sections(text: str) -> dict[str, str]:
-    """The output of one command that ran several (probe_node.yml), split at its ``@@ NAME`` lines:
-    {NAME: what that part printed}. Text before the first mark is dropped."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in str(text).splitlines():
-        if line.startswith("@@ "):
-            current = sections.setdefault(line[3:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {name: "".join(f"{line}\n" for line in lines) for name, lines in sections.items()}
 
 
 def cluster_report(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> dict[str, list[str]]:
     """{errors, warnings}: errors stop the run before any host is touched."""
     return gate.check(groups, hostvars).as_dict()
-
-
-def cluster_problems(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> list[str]:
-    """Every way the inventory breaks the contract, each with its fix; empty when it is sound."""
-    return gate.check(groups, hostvars).errors
 
 
 def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any] | None) -> list[str]:
@@ -75,34 +37,33 @@ def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any
     return []
 
 
-def cluster_settings(host_vars: Mapping[str, Any]) -> dict[str, Any]:
-    """The site's settings (horovod_*) for one host: the inventory's values over the defaults."""
-    return gate.settings_of(host_vars)
+def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The hosts as the roles take them: name, the address other nodes use, and slots."""
+    return cluster.nodes(names, hostvars)
 
 
-def read_only_export_options(options: Sequence[str]) -> list[str]:
-    """The share's export options for the artifact directory: ro instead of rw."""
-    return gate.read_only_export_options(options)
+def _site(context: Mapping[str, Any], node_ips: Mapping[str, Sequence[str]] | None = None) -> cluster.Site:
+    return cluster.Site(context["groups"], context["hostvars"], node_ips=node_ips)
 
 
-def read_only_mount_options(options: Sequence[str]) -> list[str]:
-    """The share's mount options for the artifact directory: ro instead of rw."""
-    return gate.read_only_mount_options(options)
+def cluster_input(context: Mapping[str, Any], name: str, node_ips: Mapping[str, Sequence[str]] | None = None) -> Any:
+    """What the site hands role variable `name` on this host, or the site's setting `name` there.
+    `context`: the task's ``vars`` (its groups, hostvars and inventory_hostname, read only as far as
+    the value needs them)."""
+    site, host = _site(context, node_ips), context["inventory_hostname"]
+    if name in cluster.BY_NAME:
+        return site.settings(host)[name]
+    if name not in cluster.BY_VARIABLE:
+        raise AnsibleFilterError(f"cluster_input: {name} is neither a setting of the site nor a role variable it sets")
+    value = cluster.value_of(site, host, name)
+    if value is cluster.OMIT:
+        raise AnsibleFilterError(f"cluster_input: {name} needs the nodes' IPv4 addresses (node_ips)")
+    return value
 
 
-def cluster_image_ids(nodes: Sequence[Mapping[str, Any]], hostvars: Mapping[str, Any], fact: str) -> dict[str, str]:
-    """``{node: image ID of its container}`` from what each node registered as `fact`
-    (playbooks/container_images.yml: ``docker container inspect``). A node it did not reach, one
-    without the container, or an answer that is not an image ID is left out: the launch preflight
-    compares the IDs it gets and names the nodes it lacks."""
-    out = {}
-    for node in nodes:
-        name = str(node["name"])
-        read = (hostvars.get(name) or {}).get(fact) or {}
-        image = str(read.get("stdout") or "").strip() if read.get("rc", 1) == 0 else ""
-        if IMAGE_ID_RE.match(image):
-            out[name] = image
-    return out
+def cluster_roles(context: Mapping[str, Any]) -> list[str]:
+    """The roles the site runs on this host (`context`: the task's ``vars``)."""
+    return cluster.roles_on(_site(context), context["inventory_hostname"])
 
 
 def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
@@ -121,19 +82,29 @@ def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapp
     }
 
 
+def cluster_probe_sections(text: str) -> dict[str, str]:
+    """The output of one command that ran several (probe_node.yml), split at its ``@@ NAME`` lines:
+    {NAME: what that part printed}. Text before the first mark is dropped."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in str(text).splitlines():
+        if line.startswith("@@ "):
+            current = sections.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {name: "".join(f"{line}\n" for line in lines) for name, lines in sections.items()}
+
+
 class FilterModule:
-    """Inventory contract filters."""
+    """The site's filters."""
 
     def filters(self) -> dict[str, Any]:
         return {
             "cluster_gate": cluster_gate,
-            "cluster_image_ids": cluster_image_ids,
+            "cluster_input": cluster_input,
             "cluster_node_ips": cluster_node_ips,
             "cluster_nodes": cluster_nodes,
             "cluster_probe_sections": cluster_probe_sections,
-            "cluster_problems": cluster_problems,
             "cluster_report": cluster_report,
-            "cluster_settings": cluster_settings,
-            "read_only_export_options": read_only_export_options,
-            "read_only_mount_options": read_only_mount_options,
+            "cluster_roles": cluster_roles,
         }

@@ -14,27 +14,13 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
-from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
-    container_name_problem,
-    plain,
-)
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
+from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, plain, switch
 
 Problems = list[tuple[str, str]]
 Values = Mapping[str, Any]
 
-# The role's defaults (defaults/main.yml), for a caller that leaves one out; the unit test checks them.
-DEFAULTS: dict[str, Any] = {
-    "container_sshd_container_name": defaults.CONTAINER_NAME,
-    "container_sshd_port": defaults.SSH_PORT,
-    "container_sshd_listen_addresses": [],
-    "container_sshd_allow_from": [],
-    "container_sshd_allow_any_source": False,
-    "container_sshd_host_key_types": ["ed25519", "rsa"],
-    "container_sshd_wait_timeout": 30,
-}
 # vars/main.yml, __container_sshd_all_key_types; the unit test checks they agree.
 KEY_TYPES = ("ed25519", "ecdsa", "rsa")
 
@@ -122,16 +108,8 @@ def admits_any(value: object) -> bool:
     return network is not None and (network.prefixlen == 0 or network.with_prefixlen in ("0.0.0.0/32", "::/128"))
 
 
-def _switch(values: Values, variable: str) -> bool | None:
-    """A boolean switch as Ansible reads one (true, yes, 1...), or None when it is not one."""
-    try:
-        return boolean(values[variable], strict=True)
-    except TypeError:
-        return None
-
-
 def check_allow_from(values: Values) -> Problems:
-    allow_any = _switch(values, "container_sshd_allow_any_source") is True
+    allow_any = switch(values["container_sshd_allow_any_source"]) is True
 
     def problem_of(source: object) -> str | None:
         if not admits_any(source):
@@ -149,7 +127,7 @@ def check_allow_from(values: Values) -> Problems:
 
 def check_allow_any_source(values: Values) -> Problems:
     variable = "container_sshd_allow_any_source"
-    if _switch(values, variable) is None:
+    if switch(values[variable]) is None:
         return [(variable, f"{plain(values[variable])!r} is not a boolean; use true or false")]
     return []
 
@@ -181,7 +159,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
 
 def problems(inputs: Mapping[str, Any]) -> Problems:
     """Every problem with container_sshd's inputs as (variable, message); empty when they are sound."""
-    values = {name: inputs.get(name, default) for name, default in DEFAULTS.items()}
+    values = roles.inputs("container_sshd", inputs)
     found: Problems = []
     for check in CHECKS:
         found.extend(check(values))

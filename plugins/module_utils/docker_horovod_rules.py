@@ -16,44 +16,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     canonical_name,
-    container_name_problem,
     docker_size,
     image_reference,
-    plain,
     size_bytes,
 )
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import normalise_fingerprint
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, plain
 
 Problems = list[tuple[str, str]]
 Values = Mapping[str, Any]
 
-# The role's defaults (defaults/main.yml) of the variables read here, for a caller that leaves one out;
-# tests/unit/test_docker_horovod_rules.py checks they agree.
-DEFAULTS: dict[str, Any] = {
-    "docker_horovod_image": "horovod/horovod:0.28.1",
-    "docker_horovod_image_archive": "",
-    "docker_horovod_image_archive_checksum": "",
-    "docker_horovod_image_load_timeout": 900,
-    "docker_horovod_container_name": defaults.CONTAINER_NAME,
-    "docker_horovod_share_root": defaults.SHARE_ROOT,
-    "docker_horovod_share_mounts": [],
-    "docker_horovod_shm_size": "16g",
-    "docker_horovod_restart_policy": "unless-stopped",
-    "docker_horovod_volumes": [],
-    "docker_horovod_devices": [],
-    "docker_horovod_env": {},
-    "docker_horovod_idle_process_patterns": [],
-    "docker_horovod_pip_packages": [],
-    "docker_horovod_pip_index_url": "",
-    "docker_horovod_pip_wheel_dir": "",
-    "docker_horovod_extra_ca_bundle": "",
-    "docker_horovod_nvidia_repo_key_fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
-}
 # Container paths the role mounts itself (the filter docker_horovod_container_spec); the tests check them.
 RESERVED_TARGETS = (defaults.SSHD_DIR, defaults.CONTAINER_SSH_DIR, defaults.CONTAINER_OWN_DIR)
 # Of Docker's restart policies (no, on-failure[:N], always, unless-stopped), those that bring the
@@ -437,7 +414,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
 
 def problems(inputs: Mapping[str, Any]) -> Problems:
     """Every problem with docker_horovod's inputs as (variable, message); empty when they are sound."""
-    values = {name: inputs.get(name, default) for name, default in DEFAULTS.items()}
+    values = roles.inputs("docker_horovod", inputs)
     found: Problems = []
     for check in CHECKS:
         found.extend(check(values))

@@ -26,13 +26,6 @@ _REFERENCE = re.compile(
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
     r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
 )
-# The Docker engine's own rule for container names (daemon/names: validContainerNamePattern), without
-# the leading "/" it tolerates: at least two characters.
-CONTAINER_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
-CONTAINER_NAME_SHAPE = (
-    "a Docker container name: at least two characters, letters, digits, '_', '.' and '-', "
-    f"starting with a letter or digit (for example {defaults.CONTAINER_NAME})"
-)
 
 
 def docker_size(value: Any) -> int | None:
@@ -99,25 +92,6 @@ def ca_places(image: Any, archive: Any, gpu_count: Any, nvidia_repo_url: Any, bu
 def canonical_name(name: str) -> str:
     """A Python distribution name as pip compares them (PEP 503: runs of -, _ and . are one -)."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def container_name_problem(value: object) -> str | None:
-    """Why `value` is not a name Docker accepts for a container, or None when it is."""
-    if isinstance(value, str) and CONTAINER_NAME_RE.fullmatch(value):
-        return None
-    return f"{plain(value)!r} is not a valid container name; use {CONTAINER_NAME_SHAPE}"
-
-
-def plain(value: Any) -> Any:
-    """`value` with Ansible's tagged strings, lists and mappings turned back into plain ones, for messages."""
-    if isinstance(value, Mapping):
-        return {plain(key): plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    for kind in (bool, str, int, float):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
 
 
 def _binds(volumes: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -17,12 +17,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, switch
 
 Problems = list[tuple[str, str]]
 
@@ -33,8 +33,6 @@ RUN_NAME_MAX = 100
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
 NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
-# Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
-CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 CONTROLLERS = ("gloo", "mpi")
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet")
 MAX_PORT = 65535
@@ -254,10 +252,8 @@ def _elastic_settings(inputs: Mapping[str, Any]) -> tuple[Problems, dict[str, in
 
 def _flag(value: Any) -> Any:
     """A boolean as Ansible's ``bool`` type reads one (``true``, ``no``, ``1``...); anything else as it is."""
-    try:
-        return boolean(value, strict=True)
-    except TypeError:
-        return value
+    flag = switch(value)
+    return value if flag is None else flag
 
 
 def _elastic(inputs: Mapping[str, Any], total: int | None) -> Problems:
@@ -491,15 +487,9 @@ def _names(inputs: Mapping[str, Any]) -> Problems:
             )
         )
     container = inputs.get(f"{P}container", _ABSENT)
-    if container is not _ABSENT and not (isinstance(container, str) and CONTAINER_RE.fullmatch(container)):
-        out.append(
-            (
-                f"{P}container",
-                f"{container!r} is not a Docker container name; use letters, digits, '_', '.' and '-', starting "
-                "with a letter or digit (the name docker_horovod gave the container, "
-                f"default {defaults.CONTAINER_NAME})",
-            )
-        )
+    problem = None if container is _ABSENT else container_name_problem(container)
+    if problem:
+        out.append((f"{P}container", problem))
     controller = inputs.get(f"{P}controller", _ABSENT)
     if controller is not _ABSENT and controller not in CONTROLLERS:
         out.append((f"{P}controller", f"{controller!r} is not a controller; choose gloo or mpi"))

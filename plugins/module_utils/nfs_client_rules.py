@@ -1,15 +1,9 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Input rules of the nfs_client role: what may go into an fstab line, checked on the controller.
+"""Input rules of the nfs_client role: what may go into its fstab lines, and how it mounts.
 
-Every mount becomes ``<server>:<path> <mountpoint> nfs <option>,<option> 0 0`` in fstab, so each part
-is accepted only in a shape that cannot add a field, an option or a line:
-- the server is one host name (RFC 1123), IPv4 or IPv6 address (no path, port or brackets; the role
-  writes an IPv6 address as ``[address]:path`` itself);
-- path and mount point per ``paths.path_problem`` (after the trailing ``/`` is stripped), each
-  mount point used once;
-- an option is a known nfs(5) or mount(8) option (flag, or valued with a value of its shape), never
-  repeated or contradicted by another one.
+Each mount becomes ``<server>:<path> <mountpoint> nfs <option>,<option> 0 0``, so each part is
+accepted only in a shape that cannot add a field, an option or a line.
 """
 
 from __future__ import annotations
@@ -117,36 +111,16 @@ MOUNT_OPTIONS: dict[str, Option] = {
     "x-systemd.requires-mounts-for": Option("required", safe_path_ok, "an absolute path"),
 }
 MOUNT_SYNONYMS = {"vers": "nfsvers"}
-MOUNT_CONFLICTS: list[tuple[str, ...]] = [
-    ("ro", "rw"),
-    ("hard", "soft", "softerr"),
-    ("sync", "async"),
-    ("suid", "nosuid"),
-    ("dev", "nodev"),
-    ("exec", "noexec"),
-    ("auto", "noauto"),
-    ("user", "nouser"),
-    ("users", "nouser"),
-    ("atime", "noatime"),
-    ("noatime", "relatime", "strictatime"),
-    ("relatime", "norelatime"),
-    ("strictatime", "nostrictatime"),
-    ("diratime", "nodiratime"),
-    ("lazytime", "nolazytime"),
-    ("intr", "nointr"),
-    ("cto", "nocto"),
-    ("ac", "noac"),
-    ("fsc", "nofsc"),
-    ("sharecache", "nosharecache"),
-    ("resvport", "noresvport"),
-    ("rdirplus", "nordirplus"),
-    ("acl", "noacl"),
-    ("lock", "nolock"),
-    ("fg", "bg"),
-    ("migration", "nomigration"),
-    ("trunkdiscovery", "notrunkdiscovery"),
-    ("softreval", "nosoftreval"),
-    ("proto", "tcp", "rdma"),
+# Options that contradict each other, by groups (x/y: at most one of them).
+MOUNT_CONFLICTS = [
+    tuple(group.split("/"))
+    for group in (
+        "ro/rw hard/soft/softerr sync/async suid/nosuid dev/nodev exec/noexec auto/noauto user/nouser "
+        "users/nouser atime/noatime noatime/relatime/strictatime relatime/norelatime "
+        "strictatime/nostrictatime diratime/nodiratime lazytime/nolazytime intr/nointr cto/nocto ac/noac "
+        "fsc/nofsc sharecache/nosharecache resvport/noresvport rdirplus/nordirplus acl/noacl lock/nolock "
+        "fg/bg migration/nomigration trunkdiscovery/notrunkdiscovery softreval/nosoftreval proto/tcp/rdma"
+    ).split()
 ]
 
 
@@ -266,3 +240,15 @@ def wait_options(mount: Mapping[str, Any], default_options: list[str]) -> str:
             continue
         kept.append(option)
     return ",".join(kept) or "defaults"
+
+
+def mount_of(mount: Mapping[str, Any], default_options: list[str]) -> dict[str, str]:
+    """How the role mounts one item of nfs_client_mounts: ``src`` and ``path`` (the mount point) as
+    fstab and /proc/mounts write them, ``opts`` for fstab and ``wait_options`` for the wait's
+    scratch mount."""
+    return {
+        "src": mount_source(mount),
+        "path": str(strip_slash(str(mount["mountpoint"]))),
+        "opts": ",".join(mount_options(mount, default_options)),
+        "wait_options": wait_options(mount, default_options),
+    }

@@ -1,17 +1,10 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Input rules of the nfs_server role: what may go into an exports line, checked on the controller.
+"""Input rules of the nfs_server role: what may go into a line of its exports file.
 
-Every value ends up in ``<path> <client>(<option>,<option>) ...`` of the role's exports file, so each
-part is accepted only in a shape that cannot end the option list, add a client or start a new line:
-- a path per ``paths.path_problem`` (after the trailing ``/`` the role strips), each exported once;
-- a client is one host name (RFC 1123), IPv4 or IPv6 address, or network in CIDR form; ``*``,
-  ``0.0.0.0/0`` and ``::/0`` (any host) only with ``nfs_server_allow_any_client``;
-- an option is a known exports(5) option, a flag without value or a valued option whose value has
-  its option's shape, never repeated or contradicted by another one; ``insecure``, ``anonuid=0`` and
-  ``anongid=0`` (WEAK_OPTIONS) only with ``nfs_server_allow_weak_options``.
-
-The host-name, address and security-flavour rules are shared with nfs_client_rules.
+Each value ends up in ``<path> <client>(<option>,<option>) ...``, so each is accepted only in a shape
+that cannot end the option list, add a client or start a line. The host-name, address and
+security-flavour rules serve nfs_client_rules too.
 """
 
 from __future__ import annotations
@@ -21,14 +14,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, values
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import COMPONENT_RE, path_problem, strip_slash
 
 Problems = list[tuple[str, str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-LABEL_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 ADDRESS_RE = re.compile(r"[0-9A-Fa-f.:]+")
 NETWORK_RE = re.compile(r"([0-9A-Fa-f.:]+)/(0|[1-9][0-9]{0,2})")
 NUMBER_RE = re.compile(r"0|[1-9][0-9]{0,9}")
@@ -49,12 +41,6 @@ EXPORT_FIELDS = ("path", "clients", "options", "owner", "group", "mode")
 
 
 # Names and addresses (shared with nfs_client_rules).
-
-
-def is_host_name(value: str) -> bool:
-    """Whether `value` is a host name by RFC 1123 (not one that looks like a mistyped IPv4 address)."""
-    labels = value.split(".")
-    return 0 < len(value) <= 253 and all(LABEL_RE.fullmatch(label) for label in labels) and not labels[-1].isdigit()
 
 
 def ip_address(value: str) -> Address | None:
@@ -78,7 +64,7 @@ def host_problem(value: object, *, ipv6: bool = True) -> str | None:
         if address.version == 6 and not ipv6:
             return f"{value!r} is an IPv6 address, which cannot be written here"
         return None
-    if is_host_name(value):
+    if values.is_host_name(value):
         return None
     return f"{value!r} is not a host name or an IP address"
 
@@ -107,18 +93,6 @@ def data_path_problem(value: object) -> str | None:
     if isinstance(value, str) and re.search(r"\s", value):
         return f"{value!r} contains whitespace or a line break; use a path without them"
     return path_problem(value)
-
-
-def as_bool(value: object) -> bool | None:
-    """`value` by Ansible's boolean rules (true/false, yes/no, on/off, 1/0), or None."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).lower() if isinstance(value, str | int) else None
-    if text in ("true", "yes", "on", "y", "t", "1"):
-        return True
-    if text in ("false", "no", "off", "n", "f", "0"):
-        return False
-    return None
 
 
 def list_problem(value: object, example: str, field: str = "") -> str | None:
@@ -229,21 +203,14 @@ EXPORT_OPTIONS: dict[str, Option] = {
     ),
 }
 EXPORT_SYNONYMS = {"mp": "mountpoint", "auth_nlm": "secure_locks", "no_auth_nlm": "insecure_locks"}
-EXPORT_CONFLICTS: list[tuple[str, ...]] = [
-    ("rw", "ro"),
-    ("sync", "async"),
-    ("secure", "insecure"),
-    ("wdelay", "no_wdelay"),
-    ("hide", "nohide"),
-    ("crossmnt", "nocrossmnt"),
-    ("subtree_check", "no_subtree_check"),
-    ("secure_locks", "insecure_locks"),
-    ("pnfs", "no_pnfs"),
-    ("acl", "no_acl"),
-    ("root_squash", "no_root_squash"),
-    ("all_squash", "no_all_squash"),
-    # all_squash maps root too: no_root_squash would silently mean nothing.
-    ("all_squash", "no_root_squash"),
+# Options that contradict each other (all_squash maps root too: no_root_squash would mean nothing).
+EXPORT_CONFLICTS = [
+    tuple(group.split("/"))
+    for group in (
+        "rw/ro sync/async secure/insecure wdelay/no_wdelay hide/nohide crossmnt/nocrossmnt "
+        "subtree_check/no_subtree_check secure_locks/insecure_locks pnfs/no_pnfs acl/no_acl "
+        "root_squash/no_root_squash all_squash/no_all_squash all_squash/no_root_squash"
+    ).split()
 ]
 EXPORT_EXAMPLE = "[rw, sync, no_subtree_check]"
 # Options that open the share wider than the client list says, and what each one opens.
@@ -382,7 +349,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     found: Problems = []
     switches = {}
     for switch in ("nfs_server_allow_any_client", "nfs_server_allow_weak_options"):
-        switches[switch] = as_bool(inputs.get(switch, False))
+        switches[switch] = values.switch(inputs.get(switch, False))
         if switches[switch] is None:
             found.append((switch, f"{inputs[switch]!r} is not a boolean; use true or false"))
     allow_any, allow_weak = (bool(value) for value in switches.values())
@@ -407,3 +374,14 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
         for path in repeated
     ]
     return found
+
+
+def export_lines(exports: list[Mapping[str, Any]], default_options: list[str]) -> list[str]:
+    """The role's exports file, one line per export: ``<path> <client>(<options>) ...``, the path
+    without its trailing ``/``, the export's own options or else the role's defaults."""
+    lines = []
+    for export in exports:
+        options = ",".join(export["options"] if export.get("options") is not None else default_options)
+        clients = " ".join(f"{client}({options})" for client in export["clients"])
+        lines.append(f"{strip_slash(export['path'])} {clients}")
+    return lines

@@ -15,26 +15,7 @@ from __future__ import annotations
 
 import re
 
-SYSTEM_TOPS = frozenset(
-    {
-        "bin",
-        "boot",
-        "dev",
-        "etc",
-        "lib",
-        "lib32",
-        "lib64",
-        "libx32",
-        "proc",
-        "root",
-        "run",
-        "sbin",
-        "sys",
-        "tmp",
-        "usr",
-        "var",
-    }
-)
+SYSTEM_TOPS = frozenset("bin boot dev etc lib lib32 lib64 libx32 proc root run sbin sys tmp usr var".split())
 COMPONENT_RE = re.compile(r"^[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*$")
 SHAPE = (
     "an absolute, normalised path (no '..', '.', '//' or trailing '/') whose components use only letters, "

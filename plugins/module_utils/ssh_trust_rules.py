@@ -22,6 +22,7 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
+from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem
 
 Problems = list[tuple[str, str]]
 
@@ -29,8 +30,6 @@ P = "ssh_trust_"
 # A host name or IPv4 address (as in a Horovod host list), or an IPv6 address.
 HOST_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*")
-# Docker's rule for container names (as docker_horovod checks docker_horovod_container_name).
-CONTAINER_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 MAX_PORT = 65535
 EXAMPLE = "{name: node-b, address: 192.0.2.11}"
 
@@ -134,12 +133,9 @@ def _others(inputs: Mapping[str, Any], names: list[str]) -> Problems:
                 (f"{P}replace_host_keys", f"{n!r} is not a name in {known}; {fix}") for n in replace if n not in names
             ]
     container = inputs.get(f"{P}container_name", _ABSENT)
-    if container is not _ABSENT and not (isinstance(container, str) and CONTAINER_RE.fullmatch(container)):
-        fix = (
-            "use letters, digits, '_', '.' and '-', starting with a letter or digit (the name docker_horovod gave "
-            f"the container, default {defaults.CONTAINER_NAME})"
-        )
-        out.append((f"{P}container_name", f"{container!r} is not a Docker container name; {fix}"))
+    problem = None if container is _ABSENT else container_name_problem(container)
+    if problem:
+        out.append((f"{P}container_name", problem))
     return out
 
 

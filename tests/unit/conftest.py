@@ -4,9 +4,10 @@
 
 Plugins import the collection's shared code (plugins/module_utils) by its collection name, as Ansible
 loads it: ``checkout.COLLECTIONS`` (a link in a temporary directory that stands in for `make venv`'s
-link) goes on sys.path. The tests that run ansible-playbook or ansible-galaxy find them on PATH: the
-directory of the interpreter that runs pytest goes first on PATH when it holds them, so
-`.venv/bin/pytest tests/unit` runs those tests instead of skipping them when the venv is not activated.
+link) goes on sys.path, and on ANSIBLE_COLLECTIONS_PATH for every ansible-playbook, ansible-galaxy or
+tool the tests start, so a fresh clone needs no `make venv`. The tests that run ansible-playbook or
+ansible-galaxy find them on PATH: the directory of the interpreter that runs pytest goes first on PATH
+when it holds them, so `.venv/bin/pytest tests/unit` runs those tests when the venv is not activated.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checkout import COLLECTIONS  # importable once the line above has run
 
 sys.path.insert(0, str(COLLECTIONS))
+os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS)
 # tools/lab.py imports tools/machines.py as `machines`, as when run as `python3 tools/lab.py`.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 

@@ -1,6 +1,7 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The gate's rules (plugins/module_utils/gate.py) through the site's filters (plugins/filter/cluster.py)."""
+"""The gate's rules and the site's mapping (plugins/module_utils/gate.py, cluster.py), and the site's filters
+(plugins/filter/cluster.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths
+from ansible_collections.multinode.horovod.plugins.module_utils import cluster as mapping
+from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths, roles
 from checkout import REPO, load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
@@ -35,8 +37,12 @@ def everywhere(**values):
     return {name: values for name in ("node_a", "node_b", "node_c")}
 
 
+def problems_of(groups, hostvars):
+    return gate.check(groups, hostvars).errors
+
+
 def test_sound_inventory_has_no_problems():
-    assert cluster.cluster_problems(GOOD_GROUPS, good_hostvars()) == []
+    assert problems_of(GOOD_GROUPS, good_hostvars()) == []
     assert cluster.cluster_gate(GOOD_GROUPS, good_hostvars()) == []
 
 
@@ -119,7 +125,7 @@ def test_each_broken_inventory_is_named(groups, overrides, expected):
     hostvars = good_hostvars()
     for name, values in overrides.items():
         hostvars.setdefault(name.replace("_", "-"), {}).update(values)
-    problems = cluster.cluster_problems(groups, hostvars)
+    problems = problems_of(groups, hostvars)
     assert any(expected in p for p in problems), problems
 
 
@@ -130,14 +136,14 @@ def test_duplicate_short_names_are_refused():
         "horovod_workers": ["gpu1.site-b"],
     }
     hostvars = {"gpu1.site-a": {"ansible_host": "192.0.2.1"}, "gpu1.site-b": {"ansible_host": "192.0.2.2"}}
-    (problem,) = cluster.cluster_problems(groups, hostvars)
+    (problem,) = problems_of(groups, hostvars)
     assert "short host name gpu1 is also gpu1.site-a's" in problem
 
 
 def test_every_problem_is_reported_at_once():
     groups = {**GOOD_GROUPS, "horovod_master": ["node-a", "node-b"]}
     hostvars = good_hostvars(node_b={"horovod_slots": -2})
-    problems = cluster.cluster_problems(groups, hostvars)
+    problems = problems_of(groups, hostvars)
     assert any("exactly one" in p for p in problems)
     assert any("node-b: in both" in p for p in problems)
     assert any("horovod_slots (on node-b)" in p for p in problems)
@@ -152,29 +158,29 @@ def test_unknown_names_can_be_warnings():
 
 
 def test_a_cluster_wide_problem_is_named_once():
-    problems = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(**everywhere(horovod_network_interfaces="eth0")))
+    problems = problems_of(GOOD_GROUPS, good_hostvars(**everywhere(horovod_network_interfaces="eth0")))
     assert problems == [p for p in problems if "horovod_network_interfaces (on every host)" in p]
     assert len(problems) == 1
 
 
 def test_settings_drop_a_trailing_slash_in_one_place():
-    settings = cluster.cluster_settings({"horovod_share_dir": "/data1/share/", "horovod_ssh_port": "2222"})
+    settings = mapping.settings_of({"horovod_share_dir": "/data1/share/", "horovod_ssh_port": "2222"})
     assert settings["horovod_share_dir"] == "/data1/share"
     assert settings["horovod_ssh_port"] == 2222
     assert settings["horovod_image"] == "horovod/horovod:0.28.1"
 
 
 def test_every_setting_default_passes_its_own_type():
-    for setting in gate.SETTINGS:
+    for setting in mapping.SETTINGS:
         if setting.default is not None:
-            assert gate._type_problem(setting, setting.default) is None, setting.name
+            assert mapping.type_problem(setting, setting.default) is None, setting.name
 
 
-def test_every_mapped_role_variable_exists_in_its_role():
-    known = gate.known_names()
-    for setting in gate.SETTINGS:
-        for variable in setting.roles:
-            assert variable in known, f"{setting.name} maps to {variable}, which no role has"
+def test_every_mapped_role_variable_exists_in_its_role_and_comes_from_settings():
+    for role, inputs in mapping.INPUTS.items():
+        for variable, given in inputs.items():
+            assert variable in roles.spec(role), f"the site sets {variable}, which {role} does not have"
+            assert set(given.settings) <= set(mapping.BY_NAME), variable
 
 
 @pytest.mark.parametrize(
@@ -229,9 +235,10 @@ def test_a_newline_cannot_hide_in_a_path():
     assert paths.path_problem("/data1/share\n") is not None
 
 
-def inputs(name, hostvars):
-    """What the site hands each role on `name`, with the default settings."""
-    return gate._role_inputs(name, GOOD_GROUPS["horovod_cluster"], "node-a", hostvars, gate.settings_of({}))
+def inputs(name, hostvars, **settings):
+    """What the site hands each role on `name`, with the default settings over which `settings`."""
+    each = {node: mapping.settings_of(settings) for node in hostvars}
+    return mapping.role_inputs(mapping.Site(GOOD_GROUPS, hostvars, settings=each), name)
 
 
 def test_sshd_is_narrowed_to_the_cluster_as_the_site_does():
@@ -246,9 +253,9 @@ def test_with_nfs_a_workers_container_waits_for_the_share_as_the_site_says():
     assert mounts == ["/data1/share", "/data1/artifacts"]
     # The master serves the share from its own disk; nothing is mounted there.
     assert inputs("node-a", good_hostvars())["docker_horovod"]["docker_horovod_share_mounts"] == []
-    existing = gate.settings_of({"horovod_shared_storage": "existing"})
-    mapped = gate._role_inputs("node-b", GOOD_GROUPS["horovod_cluster"], "node-a", good_hostvars(), existing)
+    mapped = inputs("node-b", good_hostvars(), horovod_shared_storage="existing")
     assert mapped["docker_horovod"]["docker_horovod_share_mounts"] == []
+    assert "nfs_client" not in mapped
 
 
 def test_a_node_given_by_name_leaves_its_addresses_to_the_nodes():
@@ -289,7 +296,7 @@ def test_an_sshd_source_that_admits_every_address_stops_in_the_gate_unless_allow
 def test_every_fact_a_role_publishes_is_known_to_the_gate():
     """A later play's gate (preflight.yml after a launch) sees the roles' facts among the host's variables."""
     published = set()
-    for path in gate.COLLECTION.glob("roles/*/tasks/*.yml"):
+    for path in roles.COLLECTION.glob("roles/*/tasks/*.yml"):
         for task in yaml.safe_load(path.read_text()) or []:
             for block in [task, *task.get("block", []), *task.get("rescue", []), *task.get("always", [])]:
                 facts = block.get("ansible.builtin.set_fact") or {}
@@ -328,7 +335,8 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
     [(["rw", "sync"], ["ro", "sync"]), (["sync", "ro"], ["ro", "sync"]), (["sync"], ["ro", "sync"])],
 )
 def test_read_only_export_options(options, expected):
-    assert cluster.read_only_export_options(options) == expected
+    exports = inputs("node-a", good_hostvars(), horovod_nfs_export_options=options)["nfs_server"]["nfs_server_exports"]
+    assert [export["options"] for export in exports] == [options, expected]
 
 
 def test_the_share_and_the_artifact_directory_are_mounted_without_setuid_files_or_devices():
@@ -356,13 +364,17 @@ def test_weak_export_options_stop_in_the_gate_unless_allowed_with_a_warning():
 
 
 def test_read_only_mount_options():
-    assert cluster.read_only_mount_options(["nfsvers=4.2", "rw", "hard"]) == ["nfsvers=4.2", "hard", "ro"]
+    mounts = inputs("node-b", good_hostvars(), horovod_nfs_mount_options=["nfsvers=4.2", "rw", "hard"])["nfs_client"]
+    assert [m["options"] for m in mounts["nfs_client_mounts"]] == [
+        ["nfsvers=4.2", "rw", "hard"],
+        ["nfsvers=4.2", "hard", "ro"],
+    ]
 
 
 def test_the_artifact_directory_follows_the_share_root():
-    assert gate.settings_of({})["horovod_artifact_dir"] == "/data1/artifacts"
-    assert gate.settings_of({"horovod_share_root": "/srv/"})["horovod_artifact_dir"] == "/srv/artifacts"
-    assert gate.settings_of({"horovod_artifact_dir": "/srv/x/"})["horovod_artifact_dir"] == "/srv/x"
+    assert mapping.settings_of({})["horovod_artifact_dir"] == "/data1/artifacts"
+    assert mapping.settings_of({"horovod_share_root": "/srv/"})["horovod_artifact_dir"] == "/srv/artifacts"
+    assert mapping.settings_of({"horovod_artifact_dir": "/srv/x/"})["horovod_artifact_dir"] == "/srv/x"
 
 
 @pytest.mark.parametrize(
@@ -460,15 +472,17 @@ def test_probe_sections_split_one_command_into_its_programs():
 
 
 def test_image_ids_of_the_nodes_that_answered_with_one():
-    nodes = [{"name": n} for n in ("m", "w1", "w2", "w3", "w4")]
+    reg = "__horovod_container_image"
     hostvars = {
-        "m": {"reg": {"rc": 0, "stdout": "sha256:abc123\n"}},
-        "w1": {"reg": {"rc": 0, "stdout": "sha256:abc123"}},
-        "w2": {"reg": {"rc": 1, "stdout": "", "stderr": "No such container: horovod"}},
+        "m": {reg: {"rc": 0, "stdout": "sha256:abc123\n"}},
+        "w1": {reg: {"rc": 0, "stdout": "sha256:abc123"}},
+        "w2": {reg: {"rc": 1, "stdout": "", "stderr": "No such container: horovod"}},
         "w3": {},
-        "w4": {"reg": {"rc": 0, "stdout": "Template parsing error"}},
+        "w4": {reg: {"rc": 0, "stdout": "Template parsing error"}},
     }
-    assert cluster.cluster_image_ids(nodes, hostvars, "reg") == {"m": "sha256:abc123", "w1": "sha256:abc123"}
+    context = {"groups": {"horovod_master": ["m"], "horovod_workers": ["w1", "w2", "w3", "w4"]}}
+    context |= {"hostvars": hostvars, "inventory_hostname": "m"}
+    assert cluster.cluster_input(context, "horovod_launch_image_ids") == {"m": "sha256:abc123", "w1": "sha256:abc123"}
 
 
 def test_node_ips_by_address_or_resolved_name_without_loopback():
@@ -494,7 +508,7 @@ RUNS_CODE = "{{ cycler.__init__.__globals__.os.getcwd() }}"
 @pytest.mark.parametrize("variable", ["horovod_launch_runs_dir", "horovod_launch_workdir"])
 @pytest.mark.parametrize("raw", [RUNS_CODE, "{{ '/data1/artifacts/runs' }}"])
 def test_the_gate_judges_an_inventory_value_as_the_role_gets_it_never_rendered(variable, raw):
-    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_a={variable: raw}))
+    errors = problems_of(GOOD_GROUPS, good_hostvars(node_a={variable: raw}))
     assert any(variable in e and f"{raw!r} is not absolute" in e for e in errors), errors
     assert not any(os.getcwd() in e for e in errors), errors
 
@@ -502,14 +516,14 @@ def test_the_gate_judges_an_inventory_value_as_the_role_gets_it_never_rendered(v
 def test_a_default_is_rendered_once_after_the_defaults_it_refers_to():
     inputs = {"a": "{{ c }}/x", "b": "{{ a }}/y", "c": "{{ 6 * 7 }}", "d": "{{ 6 * 7 }}"}
     # c and d are the inventory's (not defaults): never rendered, and what a and b take in from c stays text.
-    assert gate._resolve(inputs, ["b", "a"]) == {
+    assert roles._resolve(inputs, ["b", "a"]) == {
         "a": "{{ 6 * 7 }}/x",
         "b": "{{ 6 * 7 }}/x/y",
         "c": "{{ 6 * 7 }}",
         "d": "{{ 6 * 7 }}",
     }
     # Defaults that refer to each other in a circle are left as they are (the role's checks refuse them).
-    assert gate._resolve({"a": "{{ b }}", "b": "{{ a }}"}, ["a", "b"]) == {"a": "{{ b }}", "b": "{{ a }}"}
+    assert roles._resolve({"a": "{{ b }}", "b": "{{ a }}"}, ["a", "b"]) == {"a": "{{ b }}", "b": "{{ a }}"}
 
 
 @pytest.mark.parametrize("variable", ["ansible_host", "horovod_node_address"])
@@ -517,7 +531,7 @@ def test_a_default_is_rendered_once_after_the_defaults_it_refers_to():
 def test_a_bad_address_is_named_by_the_nodes_variable_wherever_it_is_refused(variable, address):
     """The roles' rules refuse it too (the exports' clients, the host lists): each names the node's own
     variable, not a setting such as horovod_share_dir whose value the same message quotes."""
-    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_c={variable: address}))
+    errors = problems_of(GOOD_GROUPS, good_hostvars(node_c={variable: address}))
     quoting = [e for e in errors if repr(address) in e]
     assert quoting and quoting[0].startswith(f"node-c: {variable}: {address!r} is not"), errors
     roles = quoting[1:]
@@ -525,5 +539,37 @@ def test_a_bad_address_is_named_by_the_nodes_variable_wherever_it_is_refused(var
 
 
 def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
-    errors = cluster.cluster_problems(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
+    errors = problems_of(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
     assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors
+
+
+def context(host, hostvars, groups=GOOD_GROUPS):
+    return {"groups": groups, "hostvars": hostvars, "inventory_hostname": host}
+
+
+def test_the_input_filter_gives_a_role_variable_or_a_setting_and_refuses_anything_else():
+    hostvars = good_hostvars(**everywhere(horovod_share_dir="/data1/data/"))
+    assert cluster.cluster_input(context("node-b", hostvars), "horovod_share_dir") == "/data1/data"
+    assert cluster.cluster_input(context("node-b", hostvars), "nfs_client_mounts")[0]["server"] == "192.0.2.10"
+    assert cluster.cluster_input(context("node-a", hostvars), "ssh_trust_master") == "node-a"
+    with pytest.raises(Exception, match="neither a setting of the site nor a role variable it sets"):
+        cluster.cluster_input(context("node-a", hostvars), "docker_horovod_rdma")
+    named = good_hostvars(node_b={"ansible_host": "node-b.cluster"})
+    with pytest.raises(Exception, match="needs the nodes' IPv4 addresses"):
+        cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses")
+    ips = {"node-a": ["192.0.2.10"], "node-b": ["10.1.0.2"], "node-c": ["192.0.2.12"]}
+    assert cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses", ips) == ["10.1.0.2"]
+
+
+def test_the_roles_filter_says_where_the_site_runs_each_role():
+    hostvars = good_hostvars()
+    assert cluster.cluster_roles(context("node-a", hostvars)) == [
+        "nfs_server", "docker_horovod", "container_sshd", "ssh_trust", "horovod_launch"
+    ]  # fmt: skip
+    assert cluster.cluster_roles(context("node-b", hostvars)) == [
+        "nfs_client", "docker_horovod", "container_sshd", "ssh_trust"
+    ]  # fmt: skip
+    existing = good_hostvars(**everywhere(horovod_shared_storage="existing"))
+    assert "nfs_client" not in cluster.cluster_roles(context("node-b", existing))
+    alone = {"horovod_cluster": ["node-a"], "horovod_master": ["node-a"], "horovod_workers": []}
+    assert "nfs_server" not in cluster.cluster_roles(context("node-a", hostvars, alone))

@@ -74,12 +74,6 @@ def test_the_inputs_cover_every_role_default_the_rules_read():
             assert defaults[name] == value, name
 
 
-def test_the_assert_task_passes_every_input_the_rules_read():
-    task = (REPO / "roles/horovod_launch/tasks/assert.yml").read_text()
-    for name in GOOD:
-        assert f"'{name}': {name}," in task or f"'{name}': {name}}}" in task, name
-
-
 @pytest.mark.parametrize(
     "changes",
     [
@@ -255,8 +249,8 @@ BAD = [
     ({"controller": "Gloo"}, "controller", "'Gloo' is not a controller"),
     ({"required_frameworks": ["jax"]}, "required_frameworks", "'jax' is not a framework"),
     ({"required_frameworks": "pytorch"}, "required_frameworks", "'pytorch' is not a list"),
-    ({"container": "my container"}, "container", "'my container' is not a Docker container name"),
-    ({"container": "-x"}, "container", "'-x' is not a Docker container name"),
+    ({"container": "my container"}, "container", "'my container' is not a valid container name"),
+    ({"container": "-x"}, "container", "'-x' is not a valid container name"),
     ({"elastic": "maybe"}, "elastic", "'maybe' is not true or false"),
     ({"elastic": True, "controller": "mpi"}, "elastic", "Horovod runs elastic jobs with Gloo only"),
     ({"elastic": True, "min_np": 3, "np": 2}, "min_np", "3 is more than the 2 processes the run starts with"),

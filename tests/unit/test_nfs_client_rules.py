@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.filter.nfs_client import FilterModule as NfsClientFilters
-from ansible_collections.multinode.horovod.plugins.filter.paths import FilterModule as PathFilters
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
 from ansible_collections.multinode.horovod.plugins.module_utils import nfs_client_rules as rules
 
@@ -283,11 +282,16 @@ def test_wait_options_keep_how_the_server_is_reached_and_drop_boot_and_fstab_one
     assert rules.wait_options(mount(options=["bg", "ro"]), []) == "defaults"
 
 
-def test_nfs_client_filters_are_the_rules_functions():
-    filters = NfsClientFilters().filters()
-    assert filters["nfs_client_source"] is rules.mount_source
-    assert filters["nfs_client_wait_options"] is rules.wait_options
-    assert PathFilters().filters()["strip_slash"]("/data1/share/") == "/data1/share"
+def test_the_filter_gives_what_the_mount_task_and_the_wait_need():
+    filter_ = NfsClientFilters().filters()["nfs_client_mount"]
+    given = {"server": "2001:db8::10", "path": "/srv/share/", "mountpoint": "/mnt/share/", "options": None}
+    assert filter_(given, ["nfsvers=4.2", "hard", "_netdev"]) == {
+        "src": "[2001:db8::10]:/srv/share",
+        "path": "/mnt/share",
+        "opts": "nfsvers=4.2,hard,_netdev",
+        "wait_options": "nfsvers=4.2,hard",
+    }
+    assert filter_({**given, "options": []}, ["hard"])["opts"] == ""
 
 
 # A trailing "/" is dropped in one place (plugins/module_utils/paths.py, strip_slash): any other way

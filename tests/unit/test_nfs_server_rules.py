@@ -336,3 +336,16 @@ def test_the_role_filter_reads_these_rules():
         f"nfs_server_exports: {message}" for _, message in rules.problems(inputs(export(options=[INJECTION])))
     ]
     assert role_problems(inputs(), "nfs_server") == []
+
+
+def test_the_exports_file_has_one_line_per_export_with_its_own_options_or_the_defaults():
+    exports = [
+        {"path": "/data1/share/", "clients": ["192.0.2.11", "192.0.2.0/24"], "options": ["rw", "no_root_squash"]},
+        {"path": "/data1/artifacts", "clients": ["node-b"]},
+        {"path": "/data1/none", "clients": ["node-b"], "options": None},
+    ]
+    assert rules.export_lines(exports, ["ro", "sync"]) == [
+        "/data1/share 192.0.2.11(rw,no_root_squash) 192.0.2.0/24(rw,no_root_squash)",
+        "/data1/artifacts node-b(ro,sync)",
+        "/data1/none node-b(ro,sync)",
+    ]

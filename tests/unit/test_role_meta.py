@@ -11,7 +11,9 @@ vars/<distribution>.yml and vars/<distribution>_<major version>.yml).
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,50 @@ def test_a_vars_file_of_an_undeclared_platform_is_found(tmp_path):
 
 def test_version_compares_padded():
     assert version("2.18") == version("2.18.0") != version("2.16")
+
+
+# --- every input listed once: defaults/main.yml and meta/argument_specs.yml --------------------------
+# A role's rules (plugins/module_utils/<role>_rules.py) get its inputs from its argument spec: its first
+# check hands the task's `vars` to role_problems, which takes every option of the spec from it. So a
+# new variable needs its default, its spec option and its README row, and nothing lists it again.
+RULES = sorted(role for role in ROLES if (REPO / "plugins" / "module_utils" / f"{role}_rules.py").is_file())
+
+
+def read_by_rules(role: str) -> set[str]:
+    """The role variables the rules module names: "nfs_server_exports" or f"{P}nodes" (P, the prefix)."""
+    text = (REPO / "plugins" / "module_utils" / f"{role}_rules.py").read_text()
+    found = set(re.findall(rf"[\"'{{]({role}_\w+)", text))
+    return found | {f"{role}_{name}" for name in re.findall(r"\{P\}(\w+)", text)}
+
+
+@pytest.mark.parametrize("role", RULES)
+def test_the_rules_read_only_options_of_the_argument_spec(role):
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    assert read_by_rules(role), f"{role}_rules.py names no variable: the test reads the wrong file"
+    assert read_by_rules(role) - set(roles.spec(role)) == set()
+
+
+@pytest.mark.parametrize("role", sorted(set(RULES) - {"ssh_trust"}))
+def test_the_first_check_hands_the_rules_every_option(role):
+    (first, *_) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
+    assert first["name"] == "Check the role's inputs", f"{role}: the input rules must be the role's first check"
+    assert first["vars"][f"__{role}_problems"] == f"{{{{ vars | multinode.horovod.role_problems('{role}') }}}}"
+
+
+@pytest.mark.parametrize("role", RULES)
+def test_role_problems_hands_the_rules_exactly_the_spec_options(role, monkeypatch):
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    filters = importlib.import_module("ansible_collections.multinode.horovod.plugins.filter.role_rules")
+    seen = {}
+    monkeypatch.setattr(roles, "rules", lambda name: lambda inputs: seen.update(inputs) or [("x", name)])
+    given = {name: f"value of {name}" for name in roles.spec(role)} | {f"{role}_typo": 1, "unrelated": 2}
+    assert filters.role_problems(given, role) == [f"x: {role}"]
+    assert seen == {name: f"value of {name}" for name in roles.spec(role)}
+
+
+def test_a_rule_on_a_variable_outside_the_spec_is_found(tmp_path, monkeypatch):
+    rules = tmp_path / "plugins" / "module_utils" / "nfs_client_rules.py"
+    rules.parent.mkdir(parents=True)
+    rules.write_text('inputs.get("nfs_client_wait_timeout")\ninputs.get("nfs_client_timeout")\n')
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert read_by_rules("nfs_client") == {"nfs_client_wait_timeout", "nfs_client_timeout"}

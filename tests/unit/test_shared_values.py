@@ -4,7 +4,8 @@
 
 The values several roles, the site and the tools share (the ssh port, the container name, the share
 paths, the host directories of the ssh roles) are written once, in plugins/module_utils/defaults.py;
-gate.SETTINGS, the roles' rules and jobs.py import them. What cannot import them is checked here:
+the roles' rules and jobs.py import them, and a site setting takes its default from the role variable
+it becomes (cluster.SETTINGS). What cannot import them is checked here:
 
 - a role's default (defaults/main.yml, which users of the role alone need) equals the site's setting
   it is mapped from, and its README table shows it (test_collection.py checks the argument spec);
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults, gate
+from ansible_collections.multinode.horovod.plugins.module_utils import cluster, defaults, roles
 from checkout import load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +145,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("roles/ssh_trust/vars/main.yml", "SSH_DIR"): (1, DEFINITION),
     ("roles/container_sshd/tasks/assert.yml", "SSH_PORT"): (1, MESSAGE),
     ("roles/ssh_trust/tasks/assert.yml", "SSH_PORT"): (1, MESSAGE + " (container_sshd's default)"),
-    ("roles/nfs_client/tasks/main.yml", "SHARE_DIR"): (1, DOC),
     ("roles/container_sshd/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
     ("roles/docker_horovod/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
     ("roles/horovod_launch/meta/main.yml", "CONTAINER_NAME"): (1, GALAXY),
@@ -204,14 +204,22 @@ ROLE_DEFAULTS = {
     ("horovod_launch", "horovod_launch_artifact_dir"): defaults.ARTIFACT_DIR,
 }
 # Role variables a setting becomes only as part of a larger value (the site builds them).
-BUILT_FROM_SETTINGS = {"nfs_server_exports", "nfs_client_mounts", "horovod_launch_hosts"}
+BUILT_FROM_SETTINGS = {
+    "nfs_server_exports",
+    "nfs_client_mounts",
+    "horovod_launch_hosts",
+    "docker_horovod_share_mounts",
+    "horovod_launch_runs_dir",
+    "horovod_launch_example_dir",
+    "horovod_launch_code_dest",
+}
 
 
 def unlisted(found: Counter[tuple[str, str]]) -> list[str]:
     """The copies that ALLOWED does not list (or not that often), and the entries no longer found."""
     problems = [
         f"{path}: {count} x {name} ({getattr(defaults, name)!r}); hand it on from plugins/module_utils/defaults.py"
-        f" or gate.SETTINGS{f', ALLOWED has {ALLOWED[(path, name)][0]}' if (path, name) in ALLOWED else ''}"
+        f" or cluster.SETTINGS{f', ALLOWED has {ALLOWED[(path, name)][0]}' if (path, name) in ALLOWED else ''}"
         for (path, name), count in sorted(found.items())
         if ALLOWED.get((path, name), (0, ""))[0] != count
     ]
@@ -258,14 +266,15 @@ def test_occurrences(text, expected):
     assert dict(occurrences(text)) == expected
 
 
-@pytest.mark.parametrize("setting", [s for s in gate.SETTINGS if s.default is not None and s.roles], ids=str)
+@pytest.mark.parametrize("setting", [s for s in cluster.SETTINGS if s.default is not None], ids=str)
 def test_role_defaults_are_the_settings_defaults(setting):
-    for variable in setting.roles:
-        if variable in BUILT_FROM_SETTINGS:
-            continue
-        role = next(r for r in gate.ROLES if variable in gate.role_spec(r))
-        value = role_file(role, "defaults", "main.yml")[variable]
-        assert value == setting.default, f"roles/{role}: {variable} is {value!r}, {setting.name} is {setting.default!r}"
+    for role, inputs in cluster.INPUTS.items():
+        for variable, given in inputs.items():
+            if given.settings == (setting.name,) and variable not in BUILT_FROM_SETTINGS:
+                value = role_file(role, "defaults", "main.yml")[variable]
+                assert value == setting.default, (
+                    f"roles/{role}: {variable} is {value!r}, {setting.name} is {setting.default!r}"
+                )
 
 
 def test_the_other_shared_role_defaults():
@@ -284,7 +293,7 @@ def test_role_constants_are_the_shared_values(role):
 TABLE_ROW = re.compile(r"^\| `(?P<name>[a-z_]+)` \| `(?P<value>[^`]*)` \|", re.M)
 
 
-@pytest.mark.parametrize("role", gate.ROLES)
+@pytest.mark.parametrize("role", roles.ROLES)
 def test_readme_tables_show_the_role_defaults(role):
     role_defaults = role_file(role, "defaults", "main.yml")
     rows = {m["name"]: m["value"] for m in TABLE_ROW.finditer((REPO / "roles" / role / "README.md").read_text())}
@@ -295,7 +304,7 @@ def test_readme_tables_show_the_role_defaults(role):
 def test_the_example_inventory_shows_the_defaults():
     text = (REPO / "inventories" / "example" / "group_vars" / "horovod_cluster.yml").read_text()
     shown = {m[1]: yaml.safe_load(m[2]) for m in re.finditer(r"^# (horovod_\w+): (.*?)(?:[ \t]+#.*)?$", text, re.M)}
-    expected = {s.name: s.default for s in gate.SETTINGS if s.default is not None}
+    expected = {s.name: s.default for s in cluster.SETTINGS if s.default is not None}
     assert shown == expected
 
 

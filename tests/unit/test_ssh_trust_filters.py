@@ -598,7 +598,7 @@ def test_the_roles_tasks_decide_as_the_jinja_did(case, tmp_path):
         host: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable} for host in inp["hosts"]
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")  # the collections path: conftest.py
     run = subprocess.run(
         ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
         cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
@@ -647,7 +647,7 @@ def run_input_check(
     }
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play], sort_keys=False))
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")  # the collections path: conftest.py
     return subprocess.run(
         ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
         cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
@@ -752,7 +752,7 @@ def run_pins(
     inventory["all"]["hosts"].update({node["name"]: {"ansible_connection": "local"} for node in extra})
     (tmp_path / "play.yml").write_text(yaml.safe_dump([play], sort_keys=False))
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")  # the collections path: conftest.py
     return subprocess.run(
         ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "--limit", "h1,h2,h3"],
         cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,

@@ -115,8 +115,8 @@ BAD = [
     ({"port": True}, "port", "True is not a TCP port"),
     ({"replace_host_keys": ["node-z"]}, "replace_host_keys", "'node-z' is not a name in ssh_trust_nodes"),
     ({"replace_host_keys": "node-b"}, "replace_host_keys", "'node-b' is not a list"),
-    ({"container_name": "my horovod"}, "container_name", "'my horovod' is not a Docker container name"),
-    ({"container_name": ""}, "container_name", "'' is not a Docker container name"),
+    ({"container_name": "my horovod"}, "container_name", "'my horovod' is not a valid container name"),
+    ({"container_name": ""}, "container_name", "'' is not a valid container name"),
     ({"connect_timeout": 0}, "connect_timeout", "0 is not a whole number of 1 or more"),
     ({"connect_timeout": "soon"}, "connect_timeout", "'soon' is not a whole number"),
 ]

@@ -1,0 +1,408 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The site's contract with the inventory: its settings, its nodes, and what it hands each role.
+
+Users set the site's settings (``horovod_*``, SETTINGS) in the inventory. INPUTS maps them and the
+inventory groups onto the roles' variables: it is the only definition of that mapping. Each role
+variable in playbooks/site.yml and vars/launch.yml takes its value from it (the filter
+multinode.horovod.cluster_input), and the gate (gate.py) checks the same values with the roles'
+rules before any play runs; tests/unit/test_site_mapping.py runs site.yml with stand-in roles and
+compares what they receive with ``role_inputs``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
+from ansible_collections.multinode.horovod.plugins.module_utils.values import switch
+
+GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master", "horovod_workers"
+UNKNOWN_SWITCH = "horovod_unknown_variables"  # unknown names: error (default) or warn
+
+
+def _role_default(variable: str) -> Any:
+    """The default of a role variable, for the setting that becomes it and nothing else."""
+    role = next(role for role in roles.ROLES if variable.startswith(f"{role}_"))
+    return roles.defaults(role)[variable]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One inventory setting of the site: its type (str, int, list, dict_list) and default."""
+
+    name: str
+    kind: str
+    default: Any = None
+    cluster_wide: bool = True
+    choices: tuple[str, ...] = ()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("horovod_shared_storage", "str", "nfs", choices=("nfs", "existing")),
+    Setting("horovod_share_root", "str", _role_default("docker_horovod_share_root")),
+    Setting("horovod_share_dir", "str", _role_default("horovod_launch_share_dir")),
+    # None: horovod_share_root/artifacts (settings_of derives it, so it follows the share root).
+    Setting("horovod_artifact_dir", "str"),
+    # no_root_squash: the containers run as root and write the share (exported to the cluster only).
+    Setting("horovod_nfs_export_options", "list", ["rw", "sync", "no_subtree_check", "no_root_squash"]),
+    Setting("horovod_nfs_mount_options", "list", _role_default("nfs_client_default_options")),
+    Setting("horovod_image", "str", _role_default("docker_horovod_image")),
+    Setting("horovod_image_archive", "str", _role_default("docker_horovod_image_archive")),
+    Setting("horovod_image_archive_checksum", "str", _role_default("docker_horovod_image_archive_checksum")),
+    Setting("horovod_container_name", "str", _role_default("docker_horovod_container_name")),
+    Setting("horovod_shm_size", "str", _role_default("docker_horovod_shm_size")),
+    Setting("horovod_extra_ca_bundle", "str", _role_default("docker_horovod_extra_ca_bundle")),
+    Setting("horovod_pip_packages", "dict_list", _role_default("docker_horovod_pip_packages")),
+    Setting("horovod_ssh_port", "int", _role_default("container_sshd_port")),
+    Setting("horovod_network_interfaces", "list", _role_default("horovod_launch_network_interfaces")),
+    Setting("horovod_train_command", "list", _role_default("horovod_launch_command")),
+    Setting("horovod_run_name", "str", _role_default("horovod_launch_run_name")),
+    Setting("horovod_slots", "int", cluster_wide=False),
+    Setting("horovod_node_address", "str", cluster_wide=False),
+    Setting(UNKNOWN_SWITCH, "str", "error", choices=("error", "warn")),
+)
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+PATH_SETTINGS = ("horovod_share_root", "horovod_share_dir", "horovod_artifact_dir")
+
+
+def _yaml_kind(value: Any) -> str:
+    for kind, word in ((bool, "a boolean"), (str, "a string"), (int, "a number"), (float, "a number")):
+        if isinstance(value, kind):
+            return word
+    return "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list | tuple) else "empty"
+
+
+def type_problem(setting: Setting, value: Any) -> str | None:
+    """Why `value` is not of the setting's kind (strictly: a string is not a list), or None."""
+    if setting.kind == "int":
+        return None if whole(value) is not None else f"{value!r} is not a whole number"
+    if setting.kind == "str":
+        if isinstance(value, bool | list | tuple | dict) or value is None:
+            return f"{value!r} is not a string"
+        if setting.choices and str(value) not in setting.choices:
+            return f"{value!r} is not one of {', '.join(setting.choices)}"
+        return None
+    return _list_problem(setting, value)
+
+
+def _list_problem(setting: Setting, value: Any) -> str | None:
+    if not isinstance(value, list | tuple):
+        hint = f"; for one item write [{value}]" if isinstance(value, str) else ""
+        return f"{value!r} is {_yaml_kind(value)}, not a list{hint}"
+    if setting.kind == "list":
+        bad = [item for item in value if isinstance(item, bool | list | tuple | dict) or item is None]
+        return f"item {bad[0]!r} is not a string or number" if bad else None
+    bad = [item for item in value if not isinstance(item, Mapping)]
+    return f"item {bad[0]!r} is not a mapping such as {{name: tqdm, version: 4.66.5}}" if bad else None
+
+
+def _normalise(setting: Setting, value: Any) -> Any:
+    if setting.kind == "int":
+        return whole(value)
+    if setting.kind == "list":
+        return [str(item) for item in value]
+    if setting.name in PATH_SETTINGS:
+        return strip_slash(str(value))
+    return str(value) if setting.kind == "str" else value
+
+
+def settings_of(host_vars: Mapping[str, Any]) -> dict[str, Any]:
+    """The site's settings for one host: the inventory's values (normalised) over the defaults.
+    A value of the wrong type is passed through unchanged: the gate reports it."""
+    out = {}
+    for setting in SETTINGS:
+        value = host_vars.get(setting.name, setting.default)
+        out[setting.name] = value if value is None or type_problem(setting, value) else _normalise(setting, value)
+    if out["horovod_artifact_dir"] is None:
+        root = out["horovod_share_root"]
+        out["horovod_artifact_dir"] = f"{root}/{defaults.ARTIFACT_DIR_NAME}" if isinstance(root, str) else root
+    return out
+
+
+def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
+    """The address the other nodes reach a node at."""
+    return str(host_vars.get("horovod_node_address") or host_vars.get("ansible_host") or name)
+
+
+def _is_ipv4(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).version == 4
+    except ValueError:
+        return False
+
+
+def _read_only(options: Any, first: bool) -> list[str]:
+    """Share options for the artifact directory: ``ro`` instead of ``rw``."""
+    if not isinstance(options, list):
+        return []
+    kept = [option for option in options if option not in ("rw", "ro")]
+    return ["ro", *kept] if first else [*kept, "ro"]
+
+
+class Site:
+    """What the mapping reads: the inventory groups and each host's variables (Ansible's hostvars, or
+    the gate's plain copy), read only as far as a value needs them.
+
+    `settings`: the gate's settings per host (checked, a bad value replaced by its default); else
+    each host's are read from its variables. `node_ips`: {node: IPv4 addresses} as the nodes resolve
+    them (site.yml's sshd play); without it only a node given by an IPv4 address has a known one."""
+
+    def __init__(
+        self,
+        groups: Mapping[str, Sequence[str]],
+        hostvars: Mapping[str, Mapping[str, Any]],
+        settings: Mapping[str, Mapping[str, Any]] | None = None,
+        node_ips: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.groups, self.hostvars, self.node_ips = groups, hostvars, node_ips
+        self._settings: dict[str, Mapping[str, Any]] = dict(settings or {})
+
+    @cached_property
+    def master(self) -> str:
+        masters = list(self.groups.get(GROUP_MASTER) or [])
+        return masters[0] if masters else ""
+
+    @cached_property
+    def names(self) -> list[str]:
+        """The nodes, the master first."""
+        return [name for name in dict.fromkeys([self.master, *(self.groups.get(GROUP_WORKERS) or [])]) if name]
+
+    @cached_property
+    def nodes(self) -> list[dict[str, Any]]:
+        """[{name, address, slots}]: slots from horovod_slots, else the GPUs the probe found, else 1."""
+        return nodes(self.names, self.hostvars)
+
+    def settings(self, host: str) -> Mapping[str, Any]:
+        if host not in self._settings:
+            self._settings[host] = settings_of(self.hostvars[host])
+        return self._settings[host]
+
+    def address(self, node: str) -> str:
+        return address_of(node, self.hostvars[node])
+
+    def ips(self, node: str) -> list[str] | None:
+        """The node's IPv4 addresses, None when they are not known here."""
+        if self.node_ips is not None:
+            return list(self.node_ips.get(node, []))
+        address = address_of(node, self.hostvars[node])
+        return [address] if _is_ipv4(address) else None
+
+
+def nodes(names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The hosts as the roles take them: name, the address the other nodes use, and slots."""
+    out = []
+    for name in names:
+        host = hostvars[name]
+        slots = positive(host.get("horovod_slots")) or positive(host.get("docker_horovod_gpu_count")) or 1
+        out.append({"name": name, "address": address_of(name, host), "slots": slots})
+    return out
+
+
+OMIT = object()  # a value the site leaves to the role (not known before the nodes are reached)
+IMAGE_READ = "__horovod_container_image"  # what container_images.yml registers on every node
+IMAGE_ID_RE = re.compile(r"sha256:[0-9a-f]+")  # as `docker container inspect --format {{.Image}}` prints it
+Value = Callable[[Site, str], Any]
+
+
+@dataclass(frozen=True)
+class Input:
+    """How the site sets one role variable on a host: `value`, made from `settings` (which a message
+    about it names) or, with `addresses`, from the nodes' addresses. With `honoured`, the inventory's
+    own value of the role variable is taken when it sets one."""
+
+    value: Value
+    settings: tuple[str, ...] = ()
+    addresses: bool = False
+    honoured: bool = False
+
+
+def _setting(name: str) -> Input:
+    return Input(lambda site, host: site.settings(host)[name], (name,))
+
+
+def _exports(site: Site, host: str) -> list[dict[str, Any]]:
+    settings = site.settings(host)
+    clients = [node["address"] for node in site.nodes if node["name"] != site.master]
+    options = settings["horovod_nfs_export_options"]
+    return [
+        {"path": settings["horovod_share_dir"], "clients": clients, "options": options},
+        {"path": settings["horovod_artifact_dir"], "clients": clients, "options": _read_only(options, True)},
+    ]
+
+
+def _mounts(site: Site, host: str) -> list[dict[str, Any]]:
+    settings = site.settings(host)
+    server, options = site.address(site.master), settings["horovod_nfs_mount_options"]
+    share, artifacts = settings["horovod_share_dir"], settings["horovod_artifact_dir"]
+    return [
+        {"server": server, "path": share, "mountpoint": share, "options": options},
+        {"server": server, "path": artifacts, "mountpoint": artifacts, "options": _read_only(options, False)},
+    ]
+
+
+def _nfs(site: Site, host: str) -> bool:
+    return site.settings(host)["horovod_shared_storage"] == "nfs"
+
+
+def _share_mounts(site: Site, host: str) -> list[str]:
+    """On a worker the NFS mounts must be in the container before anything runs there."""
+    settings = site.settings(host)
+    nfs_worker = _nfs(site, host) and host != site.master
+    return [settings["horovod_share_dir"], settings["horovod_artifact_dir"]] if nfs_worker else []
+
+
+def _own(variable: str, otherwise: Value) -> Value:
+    """The inventory's value of `variable` on the host when it sets one, else `otherwise`."""
+
+    def value(site: Site, host: str) -> Any:
+        own = site.hostvars[host]
+        return own[variable] if variable in own else otherwise(site, host)
+
+    return value
+
+
+def _listen(site: Site, host: str) -> Any:
+    """sshd listens on the node's cluster address only."""
+    ips = site.ips(host)
+    return OMIT if ips is None else ips
+
+
+def _allow(site: Site, host: str) -> Any:
+    """Root may log in from the cluster's addresses only."""
+    del host
+    known = [site.ips(node) for node in (site.node_ips or site.names)]
+    if any(ips is None for ips in known):
+        return OMIT
+    return list(dict.fromkeys(ip for ips in known for ip in ips or []))
+
+
+def _mesh(site: Site, host: str) -> bool:
+    """Only the master holds a key (horovodrun --gloo), unless the controller is mpi (OpenMPI starts its
+    daemons from the workers too) or the inventory sets ssh_trust_mesh: true on the master."""
+    del host
+    master = site.hostvars[site.master]
+    return master.get("horovod_launch_controller", "gloo") == "mpi" or switch(master.get("ssh_trust_mesh")) is True
+
+
+def _image_ids(site: Site, host: str) -> dict[str, str]:
+    """{node: image ID of its container}, as playbooks/container_images.yml read them in this run (a node
+    it did not reach, without the container, or with an answer that is not an image ID is left out:
+    the launch preflight names the nodes it lacks)."""
+    del host
+    out = {}
+    for name in site.names:
+        read = site.hostvars[name].get(IMAGE_READ) or {}
+        image = str(read.get("stdout") or "").strip() if read.get("rc", 1) == 0 else ""
+        if IMAGE_ID_RE.fullmatch(image):
+            out[name] = image
+    return out
+
+
+def _below_artifacts(name: str) -> Value:
+    return lambda site, host: f"{site.settings(host)['horovod_artifact_dir']}/{name}"
+
+
+def _artifacts(name: str) -> Input:
+    """A launch directory in the artifact directory, unless the inventory places it."""
+    variable = f"horovod_launch_{name}"
+    below = {"runs_dir": "runs", "example_dir": "examples", "code_dest": "workspace"}[name]
+    return Input(_own(variable, _below_artifacts(below)), ("horovod_artifact_dir",), honoured=True)
+
+
+INPUTS: dict[str, dict[str, Input]] = {
+    "nfs_server": {
+        # The share read-write; the artifact directory (what every node executes) read-only.
+        "nfs_server_exports": Input(
+            _exports, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_export_options"), addresses=True
+        ),
+    },
+    "nfs_client": {
+        "nfs_client_mounts": Input(
+            _mounts, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_mount_options"), addresses=True
+        ),
+    },
+    "docker_horovod": {
+        "docker_horovod_image": _setting("horovod_image"),
+        "docker_horovod_image_archive": _setting("horovod_image_archive"),
+        "docker_horovod_image_archive_checksum": _setting("horovod_image_archive_checksum"),
+        "docker_horovod_container_name": _setting("horovod_container_name"),
+        "docker_horovod_share_root": _setting("horovod_share_root"),
+        "docker_horovod_share_mounts": Input(_share_mounts, ("horovod_share_dir", "horovod_artifact_dir")),
+        "docker_horovod_shm_size": _setting("horovod_shm_size"),
+        "docker_horovod_extra_ca_bundle": _setting("horovod_extra_ca_bundle"),
+        "docker_horovod_pip_packages": _setting("horovod_pip_packages"),
+    },
+    "container_sshd": {
+        "container_sshd_container_name": _setting("horovod_container_name"),
+        "container_sshd_port": _setting("horovod_ssh_port"),
+        "container_sshd_listen_addresses": Input(
+            _own("container_sshd_listen_addresses", _listen), addresses=True, honoured=True
+        ),
+        "container_sshd_allow_from": Input(_own("container_sshd_allow_from", _allow), addresses=True, honoured=True),
+    },
+    "ssh_trust": {
+        "ssh_trust_master": Input(lambda site, host: site.master),
+        "ssh_trust_nodes": Input(
+            lambda site, host: [{"name": n["name"], "address": n["address"]} for n in site.nodes], addresses=True
+        ),
+        "ssh_trust_port": _setting("horovod_ssh_port"),
+        "ssh_trust_container_name": _setting("horovod_container_name"),
+        "ssh_trust_mesh": Input(_mesh, honoured=True),
+    },
+    "horovod_launch": {
+        "horovod_launch_hosts": Input(lambda site, host: site.nodes, ("horovod_slots",), addresses=True),
+        "horovod_launch_container": _setting("horovod_container_name"),
+        "horovod_launch_ssh_port": _setting("horovod_ssh_port"),
+        "horovod_launch_share_dir": _setting("horovod_share_dir"),
+        # What the ranks execute, and the runs' scripts and logs: in the artifact directory, which only
+        # the master writes (the role's rules refuse the share unless horovod_launch_allow_share_code).
+        "horovod_launch_artifact_dir": _setting("horovod_artifact_dir"),
+        "horovod_launch_runs_dir": _artifacts("runs_dir"),
+        "horovod_launch_example_dir": _artifacts("example_dir"),
+        "horovod_launch_code_dest": _artifacts("code_dest"),
+        "horovod_launch_network_interfaces": _setting("horovod_network_interfaces"),
+        "horovod_launch_command": _setting("horovod_train_command"),
+        "horovod_launch_run_name": _setting("horovod_run_name"),
+        "horovod_launch_image_ids": Input(_image_ids),
+    },
+}
+BY_VARIABLE = {variable: given for inputs in INPUTS.values() for variable, given in inputs.items()}
+# Where the site runs a role other than on every node.
+RUNS_ON: dict[str, Callable[[Site, str], bool]] = {
+    "nfs_server": lambda site, host: host == site.master and _nfs(site, host) and len(site.names) > 1,
+    "nfs_client": lambda site, host: host != site.master and _nfs(site, host),
+    "horovod_launch": lambda site, host: host == site.master,
+}
+
+
+def roles_on(site: Site, host: str) -> list[str]:
+    """The roles the site runs on `host`."""
+    return [role for role in INPUTS if RUNS_ON.get(role, lambda site, host: True)(site, host)]
+
+
+def value_of(site: Site, host: str, variable: str) -> Any:
+    """What the site hands the role variable on `host` (OMIT: left to the role)."""
+    return BY_VARIABLE[variable].value(site, host)
+
+
+def role_inputs(site: Site, host: str) -> dict[str, dict[str, Any]]:
+    """{role: {variable: value}}: what the site hands each role it runs on `host`."""
+    out = {}
+    for role in roles_on(site, host):
+        given = {variable: value_of(site, host, variable) for variable in INPUTS[role]}
+        out[role] = {variable: value for variable, value in given.items() if value is not OMIT}
+    return out
+
+
+def sources(variable: str) -> tuple[str, ...]:
+    """The settings a role variable is made from (none for one the site does not set)."""
+    given = BY_VARIABLE.get(variable)
+    return given.settings if given else ()
