@@ -82,19 +82,6 @@ def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapp
     }
 
 
-def cluster_probe_sections(text: str) -> dict[str, str]:
-    """The output of one command that ran several (probe_node.yml), split at its ``@@ NAME`` lines:
-    {NAME: what that part printed}. Text before the first mark is dropped."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in str(text).splitlines():
-        if line.startswith("@@ "):
-            current = sections.setdefault(line[3:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {name: "".join(f"{line}\n" for line in lines) for name, lines in sections.items()}
-
-
 class FilterModule:
     """The site's filters."""
 
@@ -104,7 +91,6 @@ class FilterModule:
             "cluster_input": cluster_input,
             "cluster_node_ips": cluster_node_ips,
             "cluster_nodes": cluster_nodes,
-            "cluster_probe_sections": cluster_probe_sections,
             "cluster_report": cluster_report,
             "cluster_roles": cluster_roles,
         }

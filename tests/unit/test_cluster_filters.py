@@ -460,17 +460,6 @@ def test_data_on_the_share_is_no_code():
     assert report == {"errors": [], "warnings": []}
 
 
-def test_probe_sections_split_one_command_into_its_programs():
-    ss = 'LISTEN 0 128 *:12345 users:(("sshd",pid=1))'
-    text = f"noise\n@@ lspci\n17:00.0 0302: 10de:2335\n@@ nvidia-smi\n@@ ss\n{ss}\n"
-    assert cluster.cluster_probe_sections(text) == {
-        "lspci": "17:00.0 0302: 10de:2335\n",
-        "nvidia-smi": "",
-        "ss": f"{ss}\n",
-    }
-    assert cluster.cluster_probe_sections("") == {}
-
-
 def test_image_ids_of_the_nodes_that_answered_with_one():
     reg = "__horovod_container_image"
     hostvars = {
