@@ -2,7 +2,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Read, in one round trip, what the docker_horovod role must know of a host before it changes it."""
-# ruff: noqa: E402 - DOCUMENTATION, EXAMPLES and RETURN come before the imports, as in Ansible's modules.
 
 from __future__ import annotations
 

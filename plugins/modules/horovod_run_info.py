@@ -101,10 +101,10 @@ check_mode:
   type: bool
 """
 
-from pathlib import Path  # noqa: E402 - the documentation comes first, as ansible-test wants
+from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import read  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import read
 
 
 def main() -> None:

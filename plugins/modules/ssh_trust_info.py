@@ -1,7 +1,6 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-# ruff: noqa: E402 (the documentation comes before the imports, as in Ansible's own modules)
 """Read what ssh_trust must know of a node: its host keys, its pins, its authorised keys and its key."""
 
 from __future__ import annotations
