@@ -93,8 +93,9 @@ def test_version_compares_padded():
 
 # --- every input listed once: defaults/main.yml and meta/argument_specs.yml --------------------------
 # A role's rules (plugins/module_utils/<role>_rules.py) get its inputs from its argument spec: its first
-# check hands the task's `vars` to role_problems, which takes every option of the spec from it. So a
-# new variable needs its default, its spec option and its README row, and nothing lists it again.
+# check hands role_problems every variable with the role's prefix (the varnames and vars lookups), and
+# role_problems takes the options of the spec from them. So a new variable needs its default, its spec
+# option and its README row, and nothing lists it again.
 RULES = sorted(role for role in ROLES if (REPO / "plugins" / "module_utils" / f"{role}_rules.py").is_file())
 
 
@@ -116,7 +117,12 @@ def test_the_rules_read_only_options_of_the_argument_spec(role):
 def test_the_first_check_hands_the_rules_every_option(role):
     (first, *_) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
     assert first["name"] == "Check the role's inputs", f"{role}: the input rules must be the role's first check"
-    assert first["vars"][f"__{role}_problems"] == f"{{{{ vars | multinode.horovod.role_problems('{role}') }}}}"
+    problems = " ".join(first["vars"][f"__{role}_problems"].split())
+    assert problems == (
+        f"{{{{ dict(__{role}_set | zip(query('ansible.builtin.vars', *__{role}_set))) "
+        f"| multinode.horovod.role_problems('{role}') }}}}"
+    )
+    assert first["vars"][f"__{role}_set"] == f"{{{{ query('ansible.builtin.varnames', '^{role}_') }}}}"
 
 
 @pytest.mark.parametrize("role", RULES)
