@@ -38,6 +38,7 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: It only reads, in check mode too.
     support: full
 """
 
