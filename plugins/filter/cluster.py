@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the site's playbooks: the gate, and the settings and role inputs of a host.
 
-The rules and the mapping live in plugins/module_utils/gate.py and cluster.py; tested in
-tests/unit/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
+The rules and the mapping live in plugins/plugin_utils/gate.py and cluster.py; tested in
+tests/unit/plugins/filter/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
 test_site_mapping.py.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster, gate
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, gate
 
 HEADER = "Fix the inventory first (nothing was changed):"
 IPV4_RE = re.compile(r"^[0-9.]+$")

@@ -1,16 +1,16 @@
 # Copyright: multinode.horovod contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: cluster_input
-author: multinode.horovod contributors
+author: multinode.horovod contributors (!UNKNOWN)
 version_added: 0.1.0
 short_description: What the site hands a role variable on this host, or one of the site's settings
 description:
   - For a role variable, the value the site's mapping gives it on the current host, from the site's settings
-    and the inventory groups (C(INPUTS) in C(plugins/module_utils/cluster.py)). It is the one definition of
+    and the inventory groups (C(INPUTS) in C(plugins/plugin_utils/cluster.py)). It is the one definition of
     what C(playbooks/site.yml) hands the roles and what the gate checks before any play runs. Only what the value
     needs is read (the node list only for the variables that hold one).
   - For a setting (C(horovod_*)), the inventory's value on the current host, or its default; a trailing
@@ -50,7 +50,7 @@ from typing import Any
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster
 
 
 def cluster_input(variables: dict[str, Any], name: str, node_ips: Any = None) -> Any:

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read what the directory of a horovod_launch run tells of it."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ description:
     whether to start it, and the run's end once it is over.
   - It only reads.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   path:
     description: The run's directory (C(horovod_launch_runs_dir)/NAME), absolute.

@@ -108,14 +108,14 @@ def read_by_rules(role: str) -> set[str]:
 
 @pytest.mark.parametrize("role", RULES)
 def test_the_rules_read_only_options_of_the_argument_spec(role):
-    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.plugin_utils.roles")
     assert read_by_rules(role), f"{role}_rules.py names no variable: the test reads the wrong file"
     assert read_by_rules(role) - set(roles.spec(role)) == set()
 
 
 @pytest.mark.parametrize("role", sorted(set(RULES) - {"ssh_trust"}))
 def test_the_first_check_hands_the_rules_every_option(role):
-    (first, *_) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
+    (first, *_unused) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
     assert first["name"] == "Check the role's inputs", f"{role}: the input rules must be the role's first check"
     problems = " ".join(first["vars"][f"__{role}_problems"].split())
     assert problems == (
@@ -127,7 +127,7 @@ def test_the_first_check_hands_the_rules_every_option(role):
 
 @pytest.mark.parametrize("role", RULES)
 def test_role_problems_hands_the_rules_exactly_the_spec_options(role, monkeypatch):
-    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.plugin_utils.roles")
     filters = importlib.import_module("ansible_collections.multinode.horovod.plugins.filter.role_rules")
     seen = {}
     monkeypatch.setattr(roles, "rules", lambda name: lambda inputs: seen.update(inputs) or [("x", name)])

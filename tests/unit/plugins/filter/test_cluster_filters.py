@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The gate's rules and the site's mapping (plugins/module_utils/gate.py, cluster.py), and the site's filters
+"""The gate's rules and the site's mapping (plugins/plugin_utils/gate.py, cluster.py), and the site's filters
 (plugins/filter/cluster.py)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import os
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.lookup import cluster_input as lookup
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster as mapping
-from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths, roles
+from ansible_collections.multinode.horovod.plugins.module_utils import paths
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster as mapping
+from ansible_collections.multinode.horovod.plugins.plugin_utils import gate, roles
 from checkout import REPO, load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
@@ -533,8 +534,8 @@ def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
     assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors
 
 
-def context(host, hostvars, groups=GOOD_GROUPS):
-    return {"groups": groups, "hostvars": hostvars, "inventory_hostname": host}
+def context(host, hostvars, groups=None):
+    return {"groups": groups or GOOD_GROUPS, "hostvars": hostvars, "inventory_hostname": host}
 
 
 def test_the_input_lookup_gives_a_role_variable_or_a_setting_and_refuses_anything_else():
