@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit molecule test test-all lab lab-scale-out lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images lint unit ansible-test docs molecule test test-all lab lab-scale-out lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -80,15 +80,33 @@ lint: venv ## yamllint, ansible-lint (production profile), ruff check and format
 unit: venv ## Unit tests of the Python plugins and tools
 	$(BIN)/pytest -q -n auto tests/unit
 
+# ansible-test wants the collection at ansible_collections/multinode/horovod: the script tests a copy
+# there (tests/sanity/ignore-*.txt lists the few findings kept, each with its reason).
+ansible-test: venv ## ansible-test sanity (every test but pslint) and units (tests/unit/plugins), as Ansible's own collections
+	$(PYTHON) tools/progress.py run ansible-test -- $(BIN)/python tools/run_ansible_test.py sanity
+	$(PYTHON) tools/progress.py run ansible-test -- $(BIN)/python tools/run_ansible_test.py units
+
+# antsibull-docs writes the reStructuredText of every role, module and filter from what ansible-doc
+# reads; it and Sphinx (-W) fail on any documentation error, so a broken doc fails `make test`.
+DOCS := $(CACHE)/docs
+docs: venv ## HTML documentation of every role, module and filter (antsibull-docs + Sphinx) in .cache/docs/html
+	rm -rf $(DOCS)
+	mkdir -p -m 700 $(DOCS)/rst
+	$(BIN)/antsibull-docs --config-file tools/docsite/antsibull-docs.cfg collection --use-current \
+	  --fail-on-error --cleanup everything --dest-dir $(DOCS)/rst multinode.horovod
+	cp tools/docsite/index.rst $(DOCS)/rst/
+	$(BIN)/sphinx-build -q -W --keep-going -b html -c tools/docsite $(DOCS)/rst $(DOCS)/html
+	@echo "documentation: $(DOCS)/html/index.html"
+
 molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (logs in .cache/logs)
 	$(PYTHON) tools/scenarios.py $(or $(SCENARIO),$(SCENARIOS))
 
-test: lint unit molecule ## Everything CI runs: lint + unit + every Molecule scenario
+test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + ansible-test + docs + every Molecule scenario
 	@echo "make test finished; make test-all adds the long fault and operations tests (MNH_TESTS=all)"
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
-test-all: lint unit ## make test, the long fault and operations tests, the lab's scale-out, and every scenario on Debian 13
+test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \

@@ -32,6 +32,8 @@ NEEDED: dict[str, str] = {
     "ssh": "openssh-client",
     "ssh-keygen": "openssh-client",
     "make": "make",
+    # ansible-test sanity's shellcheck test (make ansible-test).
+    "shellcheck": "shellcheck",
 }
 SBIN_DIRS = ("/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/bin", "/usr/local/sbin")
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the site's playbooks: the gate, and the settings and role inputs of a host.
 
-The rules and the mapping live in plugins/module_utils/gate.py and cluster.py; tested in
-tests/unit/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
+The rules and the mapping live in plugins/plugin_utils/gate.py and cluster.py; tested in
+tests/unit/plugins/filter/test_cluster_filters.py, and through ansible-playbook in test_site_validation.py and
 test_site_mapping.py.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster, gate
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, gate
 
 HEADER = "Fix the inventory first (nothing was changed):"
 IPV4_RE = re.compile(r"^[0-9.]+$")
@@ -42,28 +42,9 @@ def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dic
     return cluster.nodes(names, hostvars)
 
 
-def _site(context: Mapping[str, Any], node_ips: Mapping[str, Sequence[str]] | None = None) -> cluster.Site:
-    return cluster.Site(context["groups"], context["hostvars"], node_ips=node_ips)
-
-
-def cluster_input(context: Mapping[str, Any], name: str, node_ips: Mapping[str, Sequence[str]] | None = None) -> Any:
-    """What the site hands role variable `name` on this host, or the site's setting `name` there.
-    `context`: the task's ``vars`` (its groups, hostvars and inventory_hostname, read only as far as
-    the value needs them)."""
-    site, host = _site(context, node_ips), context["inventory_hostname"]
-    if name in cluster.BY_NAME:
-        return site.settings(host)[name]
-    if name not in cluster.BY_VARIABLE:
-        raise AnsibleFilterError(f"cluster_input: {name} is neither a setting of the site nor a role variable it sets")
-    value = cluster.value_of(site, host, name)
-    if value is cluster.OMIT:
-        raise AnsibleFilterError(f"cluster_input: {name} needs the nodes' IPv4 addresses (node_ips)")
-    return value
-
-
-def cluster_roles(context: Mapping[str, Any]) -> list[str]:
-    """The roles the site runs on this host (`context`: the task's ``vars``)."""
-    return cluster.roles_on(_site(context), context["inventory_hostname"])
+def cluster_roles(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any], host: str) -> list[str]:
+    """The roles the site runs on `host`."""
+    return cluster.roles_on(cluster.Site(groups, hostvars), host)
 
 
 def cluster_node_ips(nodes: Sequence[Mapping[str, Any]], resolved: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
@@ -88,7 +69,6 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "cluster_gate": cluster_gate,
-            "cluster_input": cluster_input,
             "cluster_node_ips": cluster_node_ips,
             "cluster_nodes": cluster_nodes,
             "cluster_report": cluster_report,

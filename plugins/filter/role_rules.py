@@ -1,13 +1,13 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The roles' input rules, as a filter for their own tasks/assert.yml (plugins/module_utils/roles.py)."""
+"""The roles' input rules, as a filter for their own tasks/assert.yml (plugins/plugin_utils/roles.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import roles
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 
 def role_problems(inputs: Mapping[str, Any], role: str) -> list[str]:

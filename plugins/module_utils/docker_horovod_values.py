@@ -3,7 +3,7 @@
 """The docker_horovod role's decisions and how it reads its values (sizes, image references, names).
 
 Pure functions behind the role's filters (plugins/filter/docker_horovod.py) and its input rules
-(plugins/module_utils/docker_horovod_rules.py), so that both read a value the same way.
+(plugins/plugin_utils/docker_horovod_rules.py), so that both read a value the same way.
 """
 
 from __future__ import annotations

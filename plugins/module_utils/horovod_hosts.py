@@ -114,4 +114,4 @@ def hostfile(hosts: object, key: str = "address", np: object = None) -> str:
 
 def rank_hosts(hosts: object, np: object = None) -> list[str]:
     """The name of the host each rank runs on, by rank, as horovodrun assigns them."""
-    return [str(h["name"]) for h, n in allocate(hosts, np) for _ in range(n)]
+    return [str(h["name"]) for h, n in allocate(hosts, np) for _unused in range(n)]

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What horovod_launch decides on the controller: the run's plan, its name and command line, how it went,
 and the table of runs. Behind the filters of plugins/filter/horovod_launch.py (unit-tested in
-tests/unit/test_horovod_launch_filters.py). The inputs have passed the role's input rules
+tests/unit/plugins/filter/test_horovod_launch_filters.py). The inputs have passed the role's input rules
 (horovod_launch_rules.py), so what those refuse raises ValueError here instead of being explained.
 """
 
@@ -76,7 +76,7 @@ def _count(value: Any, what: str) -> int:
 def counts(hosts: Any, np: Any = 0, min_np: Any = 0, max_np: Any = 0) -> dict[str, int]:
     """``{total_slots, np, min_np, max_np}``: np 0 is every slot; an elastic run goes on with at least
     min_np (0: the first host's slots, at most np) and grows to max_np (0: every slot)."""
-    slots = [horovod_hosts.slot_count(h["slots"]) for h, _ in horovod_hosts.allocate(hosts)]
+    slots = [horovod_hosts.slot_count(h["slots"]) for h, _unused in horovod_hosts.allocate(hosts)]
     total = sum(s or 0 for s in slots)
     run_np = _count(np, "np") or total
     return {

@@ -191,7 +191,7 @@ def _share_problem(node: Mapping[str, Any], share_dir: str) -> str | None:
     )
 
 
-def _hostnames(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+def _hostnames(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     problems = []
     for node in nodes:
         hostname = node["probe"].get("hostname")
@@ -216,7 +216,7 @@ def _versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> lis
     ]
 
 
-def _images(_: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
+def _images(_unused: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
     differs = [
         f"{name} runs {image}"
         for name, image in sorted(s["plan"]["other_image_ids"].items())
@@ -231,7 +231,7 @@ def _images(_: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]
     ]
 
 
-def _named_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+def _named_interfaces(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     problems = []
     for node in nodes:
         have = sorted((node["probe"].get("interfaces") or {}).keys())
@@ -245,7 +245,7 @@ def _named_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any])
     return problems
 
 
-def _found_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+def _found_interfaces(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     """With no interface named: each host's address on a usable interface, one name on every host."""
     if not s["auto_nics"]:
         return []
@@ -271,7 +271,7 @@ def _found_interfaces(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any])
     return problems
 
 
-def _shm(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+def _shm(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     return [
         f"{node['name']}: /dev/shm in its container is {bytes_to_human(int(node['probe'].get('shm_bytes') or 0))}, "
         f"less than horovod_launch_min_shm_size ({s['min_shm_size']}). Recreate the container with a larger "
@@ -281,7 +281,7 @@ def _shm(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]
     ]
 
 
-def _shares(nodes: list[dict[str, Any]], _: str, s: Mapping[str, Any]) -> list[str]:
+def _shares(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     return [p for p in (_share_problem(node, s["share_dir"]) for node in nodes) if p]
 
 

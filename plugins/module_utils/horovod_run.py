@@ -49,7 +49,7 @@ def host_sets(text: str) -> list[dict[str, Any]]:
     ``[{since, hosts}]`` in order; a line of another form is skipped (the run may be writing it)."""
     out: list[dict[str, Any]] = []
     for line in text.splitlines():
-        since, _, hosts = line.strip().partition(" ")
+        since, _unused, hosts = line.strip().partition(" ")
         if since.isdigit():
             out.append({"since": int(since), "hosts": [h for h in hosts.split(",") if h]})
     return out
@@ -78,7 +78,7 @@ def rank_dir(run_dir: Path, rank: int) -> Path | None:
     """The directory of `rank`'s output: ``rank.<N>`` (zero-padded) below the run's directory (mpirun
     puts it one level deeper)."""
     name = re.compile(rf"rank\.0*{rank}")
-    found = sorted(Path(top, d) for top, dirs, _ in os.walk(run_dir) for d in dirs if name.fullmatch(d))
+    found = sorted(Path(top, d) for top, dirs, _unused in os.walk(run_dir) for d in dirs if name.fullmatch(d))
     return found[0] if found else None
 
 

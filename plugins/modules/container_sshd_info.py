@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-# ruff: noqa: E402 (the documentation comes before the imports, as in Ansible's own modules)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read what container_sshd must know of a host before it changes anything."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ description:
   - Reads each host private key C(ssh_host_*_key) in O(key_dir) with C(ssh-keygen -y).
   - Used by multinode.horovod.container_sshd before it writes anything.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   port:
     description: The TCP port of the container's sshd.

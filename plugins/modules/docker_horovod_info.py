@@ -1,8 +1,8 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read, in one round trip, what the docker_horovod role must know of a host before it changes it."""
-# ruff: noqa: E402 - DOCUMENTATION, EXAMPLES and RETURN come before the imports, as in Ansible's modules.
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ description:
     so before python3-requests is installed), the daemon's process, executable and systemd unit, the
     docker command line and, when nothing answers, the C(dockerd) executables installed.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   gpus:
     description: Read the GPUs.
@@ -139,7 +139,7 @@ def read_gpus(run: Run, lspci_output: str | None = None, nvidia_smi_output: str 
     """{pci, pci_read, driver, error}; a given output stands in for its program."""
     pci_read = True
     if lspci_output is None:
-        rc, lspci_output, _ = run(["lspci", "-n", "-d", "10de:"])
+        rc, lspci_output, _unused = run(["lspci", "-n", "-d", "10de:"])
         pci_read = rc != 127
     error = ""
     if nvidia_smi_output is None:
@@ -165,7 +165,7 @@ def ask_engine(path: str, timeout: float = 10) -> dict:
             data = b""
             while chunk := sock.recv(65536):
                 data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
+        head, _unused, body = data.partition(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
         version = str(json.loads(body).get("Version", "?")) if status == 200 else ""
     except (OSError, ValueError, IndexError, AttributeError) as exc:
@@ -194,7 +194,7 @@ def dockerd_pid(proc: str = "/proc", pid_file: str = DOCKER_PID_FILE) -> int:
 
 def owner_package(run: Run, path: str) -> str:
     """The Debian package that owns `path` (its target when it is a link), "" when none does."""
-    rc, out, _ = run(["dpkg-query", "-S", os.path.realpath(path)])
+    rc, out, _unused = run(["dpkg-query", "-S", os.path.realpath(path)])
     first = out.splitlines()[0] if rc == 0 and out.strip() else ""
     return first.split(":", 1)[0].strip() if ":" in first else ""
 
@@ -209,7 +209,7 @@ def read_engine(run: Run, socket_path: str, which: Callable[[str], str], proc: s
             executable = os.readlink(f"{proc}/{pid}/exe")
         except OSError:
             executable = ""
-        rc, out, _ = run(["ps", "-o", "unit=", "-p", str(pid)])
+        rc, out, _unused = run(["ps", "-o", "unit=", "-p", str(pid)])
         unit = out.strip() if rc == 0 else ""
     engine.update(pid=pid, executable=executable, unit=unit or "docker.service", cli=which("docker"))
     if engine["status"] != 200:
@@ -256,7 +256,7 @@ def files_named(name: str, root: str = DOCKER_CONFIG, depth: int = 3) -> list[st
 def missing_packages(run: Run, names: list[str]) -> list[str]:
     if not names:
         return []
-    _, out, _ = run(["dpkg-query", "--show", "--showformat", "${Package} ${db:Status-Status}\n", *names])
+    _unused, out, _unused = run(["dpkg-query", "--show", "--showformat", "${Package} ${db:Status-Status}\n", *names])
     installed = {line.split(" ", 1)[0] for line in out.splitlines() if line.endswith(" installed")}
     return [name for name in names if name not in installed]
 

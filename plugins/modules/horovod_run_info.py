@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read what the directory of a horovod_launch run tells of it."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ description:
     whether to start it, and the run's end once it is over.
   - It only reads.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   path:
     description: The run's directory (C(horovod_launch_runs_dir)/NAME), absolute.
@@ -101,10 +102,10 @@ check_mode:
   type: bool
 """
 
-from pathlib import Path  # noqa: E402 - the documentation comes first, as ansible-test wants
+from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import read  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import read
 
 
 def main() -> None:

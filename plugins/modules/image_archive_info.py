@@ -1,16 +1,10 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read what a `docker save` archive holds, without loading it."""
 
 from __future__ import annotations
-
-import hashlib
-import json
-import posixpath
-import tarfile
-
-from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
 module: image_archive_info
@@ -22,7 +16,7 @@ description:
     the archive holds exactly the image O(loaded_image_id), which is then already loaded and needs no check.
   - Used by multinode.horovod.docker_horovod before it loads an archive; it only reads.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   path:
     description: Absolute path of the archive on the managed node.
@@ -40,6 +34,7 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: It only reads, in check mode too.
     support: full
 """
 
@@ -70,6 +65,13 @@ sha256:
   returned: success
   type: str
 """
+
+import hashlib
+import json
+import posixpath
+import tarfile
+
+from ansible.module_utils.basic import AnsibleModule
 
 CHUNK = 1 << 20
 

@@ -1,18 +1,10 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read which OpenPGP keys a key file holds (their fingerprints), without gpg."""
 
 from __future__ import annotations
-
-import hashlib
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import (
-    KeyFileError,
-    normalise_fingerprint,
-    primary_keys,
-)
 
 DOCUMENTATION = r"""
 module: openpgp_key_info
@@ -24,7 +16,7 @@ description:
     which key a file is, so that a role can refuse a repository key that is not the pinned one.
   - Used by multinode.horovod.docker_horovod before it installs NVIDIA's repository key; it only reads.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   path:
     description: Absolute path of the key file on the managed node.
@@ -38,6 +30,7 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: It only reads, in check mode too.
     support: full
 """
 
@@ -81,6 +74,15 @@ matches:
   returned: success
   type: bool
 """
+
+import hashlib
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import (
+    KeyFileError,
+    normalise_fingerprint,
+    primary_keys,
+)
 
 
 def describe(data: bytes, fingerprint: str = "") -> dict:

@@ -1,15 +1,10 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Prove that directories are shared, without opening anything someone else planted in them."""
 
 from __future__ import annotations
-
-import errno
-import os
-import stat
-
-from ansible.module_utils.basic import AnsibleModule
 
 DOCUMENTATION = r"""
 module: share_marker
@@ -28,7 +23,7 @@ description:
     created exclusively and removed at once).
   - O(state=absent) removes the markers (an unlink never follows a link).
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   path:
     description: The directories, absolute paths.
@@ -95,6 +90,12 @@ removed:
   type: list
   elements: str
 """
+
+import errno
+import os
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
 
 MARKER_PREFIX = ".multinode-horovod-check-"
 # Opening a name on the share: never through a link, never blocking on a FIFO, never on a terminal.

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-# ruff: noqa: E402 (the documentation comes before the imports, as in Ansible's own modules)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read what ssh_trust must know of a node: its host keys, its pins, its authorised keys and its key."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ description:
     C(ssh-keygen -y); resolves the host names among O(addresses).
   - Used by multinode.horovod.ssh_trust before it writes anything.
 version_added: 0.1.0
-author: multinode.horovod developers
+author: multinode.horovod contributors (!UNKNOWN)
 options:
   host_key_dir:
     description: The host directory of the container sshd's host keys.

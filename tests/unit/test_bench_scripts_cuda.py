@@ -93,7 +93,7 @@ def fake_torch(log: Log, gpus: int, nccl_version: Any = (2, 14, 3)) -> dict[str,
     torch.optim = optim
 
     class Model:
-        def to(self, device: Any) -> Model:
+        def to(self, device: Any) -> Any:
             log.append(("model.to", repr(device)))
             return self
 

@@ -105,7 +105,7 @@ def test_a_build_from_a_used_tree_ships_the_collection_and_nothing_else(tmp_path
 
 @pytest.mark.parametrize("role", ROLES)
 def test_ansible_doc_documents_every_role_option(installed, role):
-    _, env = installed
+    _unused, env = installed
     text = run("ansible-doc", "-t", "role", f"multinode.horovod.{role}", env=env, cwd=Path("/"))
     spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
     for option in spec["argument_specs"]["main"]["options"]:

@@ -120,7 +120,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (tmp / "roles" / "refuser" / "tasks").mkdir(parents=True)
     (tmp / "roles" / "refuser" / "tasks" / "main.yml").write_text(yaml.safe_dump(ROLE_TASKS))
     (tmp / "playbook.yml").write_text(yaml.safe_dump(PLAYBOOK))
-    hosts = {name: host_vars(case) for name, (case, _) in CASES.items()}
+    hosts = {name: host_vars(case) for name, (case, _unused) in CASES.items()}
     inventory = {
         "all": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
@@ -164,7 +164,7 @@ def failures(outcome: dict[str, Any], host: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("host", sorted(CASES))
 def test_the_helper_passes_a_refusal_and_fails_anything_else(outcome: dict[str, Any], host: str) -> None:
-    _, must_say = CASES[host]
+    _unused, must_say = CASES[host]
     stats = outcome["stats"][host]
     if must_say is None:
         assert stats["failures"] == 0, failures(outcome, host)

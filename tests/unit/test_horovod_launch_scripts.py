@@ -311,7 +311,7 @@ def test_a_marker_in_each_shared_directory(tmp_path):
     share.mkdir()
     artifacts.mkdir()
     with probe.share_marker([str(share), str(artifacts)]) as markers:
-        assert [os.path.dirname(path) for path, _ in markers] == [str(share), str(artifacts)]
+        assert [os.path.dirname(path) for path, _unused in markers] == [str(share), str(artifacts)]
         assert all(probe.marker_state(path, token) == "ok" for path, token in markers)
     assert list(share.iterdir()) == list(artifacts.iterdir()) == []
 
@@ -341,7 +341,7 @@ def test_the_probe_writes_its_marker_under_a_fresh_name_only(tmp_path, monkeypat
     # A name that is there already (a link planted in a race) is not written through: no marker there.
     share, target = tmp_path / "share", tmp_path / "unit.service"
     share.mkdir()
-    monkeypatch.setattr(probe.secrets, "token_hex", lambda _: "f" * 32)
+    monkeypatch.setattr(probe.secrets, "token_hex", lambda _unused: "f" * 32)
     (share / f".multinode-horovod-preflight-{'f' * 12}").symlink_to(target)
     with probe.share_marker([str(share)]) as markers:
         assert markers == []

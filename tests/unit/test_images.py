@@ -126,7 +126,7 @@ def test_the_extra_ca_bundle_defaults_to_the_hosts_own(host_bundle):
 
 
 def test_mnh_extra_ca_bundle_wins_over_the_host_bundle_even_when_empty(host_bundle):
-    images, _ = host_bundle
+    images, _unused = host_bundle
     assert images.default_extra_ca_bundle({"MNH_EXTRA_CA_BUNDLE": "/srv/proxy-ca.pem"}) == "/srv/proxy-ca.pem"
     assert images.default_extra_ca_bundle({"MNH_EXTRA_CA_BUNDLE": ""}) == ""
 
@@ -151,7 +151,7 @@ def test_a_plain_call_builds_with_the_host_bundle_as_the_makefile_passed_it(host
 
 
 def test_an_unreadable_extra_ca_bundle_is_named_with_the_fix(host_bundle, monkeypatch, tmp_path):
-    images, _ = host_bundle
+    images, _unused = host_bundle
     monkeypatch.setenv("MNH_EXTRA_CA_BUNDLE", str(tmp_path / "missing.pem"))
     with pytest.raises(SystemExit, match=r"missing\.pem .*MNH_EXTRA_CA_BUNDLE= \(empty\) for none"):
         ensured_with(images, monkeypatch, ["base"])

@@ -57,7 +57,7 @@ def calls(fakes):
 
 
 def test_retries_until_the_scratch_mount_works_then_unmounts_it(fakes):
-    result, _ = wait(fakes, ["Connection refused", "access denied by server while mounting", "ok"])
+    result, _unused = wait(fakes, ["Connection refused", "access denied by server while mounting", "ok"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "mounted"
     made = calls(fakes)

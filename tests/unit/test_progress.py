@@ -52,7 +52,7 @@ def test_silences_are_listed_with_the_line_before_them():
     sink = io.StringIO()
     rc, found = progress.silences(run_python("print('one', flush=True)\ntime.sleep(0.6)\nprint('two')\n"), 0.4, sink)
     assert rc == 0 and sink.getvalue() == "one\ntwo\n"
-    assert [line for _, line in found] == ["one"] and found[0][0] >= 0.6
+    assert [line for _unused, line in found] == ["one"] and found[0][0] >= 0.6
 
 
 def test_a_command_that_talks_has_no_silence():

@@ -93,8 +93,9 @@ def test_version_compares_padded():
 
 # --- every input listed once: defaults/main.yml and meta/argument_specs.yml --------------------------
 # A role's rules (plugins/module_utils/<role>_rules.py) get its inputs from its argument spec: its first
-# check hands the task's `vars` to role_problems, which takes every option of the spec from it. So a
-# new variable needs its default, its spec option and its README row, and nothing lists it again.
+# check hands role_problems every variable with the role's prefix (the varnames and vars lookups), and
+# role_problems takes the options of the spec from them. So a new variable needs its default, its spec
+# option and its README row, and nothing lists it again.
 RULES = sorted(role for role in ROLES if (REPO / "plugins" / "module_utils" / f"{role}_rules.py").is_file())
 
 
@@ -107,21 +108,26 @@ def read_by_rules(role: str) -> set[str]:
 
 @pytest.mark.parametrize("role", RULES)
 def test_the_rules_read_only_options_of_the_argument_spec(role):
-    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.plugin_utils.roles")
     assert read_by_rules(role), f"{role}_rules.py names no variable: the test reads the wrong file"
     assert read_by_rules(role) - set(roles.spec(role)) == set()
 
 
 @pytest.mark.parametrize("role", sorted(set(RULES) - {"ssh_trust"}))
 def test_the_first_check_hands_the_rules_every_option(role):
-    (first, *_) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
+    (first, *_unused) = yaml.safe_load((REPO / "roles" / role / "tasks" / "assert.yml").read_text())
     assert first["name"] == "Check the role's inputs", f"{role}: the input rules must be the role's first check"
-    assert first["vars"][f"__{role}_problems"] == f"{{{{ vars | multinode.horovod.role_problems('{role}') }}}}"
+    problems = " ".join(first["vars"][f"__{role}_problems"].split())
+    assert problems == (
+        f"{{{{ dict(__{role}_set | zip(query('ansible.builtin.vars', *__{role}_set))) "
+        f"| multinode.horovod.role_problems('{role}') }}}}"
+    )
+    assert first["vars"][f"__{role}_set"] == f"{{{{ query('ansible.builtin.varnames', '^{role}_') }}}}"
 
 
 @pytest.mark.parametrize("role", RULES)
 def test_role_problems_hands_the_rules_exactly_the_spec_options(role, monkeypatch):
-    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.module_utils.roles")
+    roles = importlib.import_module("ansible_collections.multinode.horovod.plugins.plugin_utils.roles")
     filters = importlib.import_module("ansible_collections.multinode.horovod.plugins.filter.role_rules")
     seen = {}
     monkeypatch.setattr(roles, "rules", lambda name: lambda inputs: seen.update(inputs) or [("x", name)])

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster, defaults, roles
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, roles
 from checkout import load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,7 +241,7 @@ def test_no_copy_of_a_shared_value_outside_its_definitions():
 
 
 def test_a_stray_copy_and_a_stale_entry_are_found():
-    found = Counter({key: count for key, (count, _) in ALLOWED.items()})
+    found = Counter({key: count for key, (count, _unused) in ALLOWED.items()})
     found[("playbooks/site.yml", "SSH_PORT")] += 1
     del found[("roles/ssh_trust/defaults/main.yml", "SSH_PORT")]
     problems = unlisted(found)

@@ -4,7 +4,7 @@
 
 The real site.yml runs, over local connections and in check mode, with stand-in roles that record the
 options of their argument spec they were given; what each role received on each node must be what
-the gate computed for it (gate.check(...).inputs, the mapping in plugins/module_utils/cluster.py) plus
+the gate computed for it (gate.check(...).inputs, the mapping in plugins/plugin_utils/cluster.py) plus
 the role variables the inventory sets itself. Inventories: the example, the lab, and two that turn
 the ssh mesh on (the mpi controller; ssh_trust_mesh) and set what the site honours from the inventory.
 """
@@ -24,7 +24,7 @@ import yaml
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.vars.manager import VariableManager
-from ansible_collections.multinode.horovod.plugins.module_utils import gate, roles
+from ansible_collections.multinode.horovod.plugins.plugin_utils import gate, roles
 
 REPO = Path(__file__).resolve().parents[2]
 TAGS = ",".join(roles.ROLES)  # the plays that include a role (not the storage check, which writes)

@@ -325,7 +325,8 @@ LIMITED = {
 }
 
 
-def with_pins(name: str, pinned: list[str], hostvars: dict[str, Any] = LIMITED) -> dict[str, Any]:
+def with_pins(name: str, pinned: list[str], hostvars: dict[str, Any] | None = None) -> dict[str, Any]:
+    hostvars = LIMITED if hostvars is None else hostvars
     read = {**hostvars[name]["__ssh_trust_read"], "pinned_lines": pinned}
     return {**hostvars, name: {"__ssh_trust_read": read}}
 

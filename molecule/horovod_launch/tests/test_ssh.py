@@ -234,7 +234,7 @@ def test_sshd_comes_back_after_a_container_restart(host):
     if host.backend.host != "launch-c":
         pytest.skip("restarted on one machine")
     host.run_test("docker restart horovod")
-    for _ in range(30):
+    for _unused in range(30):
         if in_container(machine(MASTER), "ssh", "-n", "-o", "BatchMode=yes", "launch-c", "true").rc == 0:
             break
         time.sleep(1)

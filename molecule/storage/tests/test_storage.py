@@ -94,9 +94,9 @@ def exports(host):
     """{path: {client: options}} of what the server exports now."""
     found = {}
     for line in run_ok(host, "exportfs -s").splitlines():
-        path, _, rest = line.partition(" ")
+        path, _unused, rest = line.partition(" ")
         for spec in rest.split():
-            client, _, options = spec.partition("(")
+            client, _unused, options = spec.partition("(")
             found.setdefault(path, {})[client] = set(options.rstrip(")").split(","))
     return found
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Measure the links between the cluster's containers with iperf3, from the master's container.
@@ -72,10 +71,10 @@ def measure(hosts: Hosts, client: str, server: str, plan: dict[str, Any]) -> dic
     else:
         result["bits_per_second"] = answer["end"]["sum_received"]["bits_per_second"]
     try:
-        out, _ = serving.communicate(timeout=10)
+        out, _unused = serving.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         serving.kill()
-        out, _ = serving.communicate()
+        out, _unused = serving.communicate()
     if result["error"] and out.strip():
         result["error"] = f"{result['error']}; server on {server}: {out.strip()[-300:]}"
     return result

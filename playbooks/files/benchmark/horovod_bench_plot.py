@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Draw a benchmark report (playbooks/benchmark.yml), read on stdin, as a PNG, on the controller.

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Time Horovod's allreduce over message sizes, or train a model on synthetic data, as training runs.
@@ -81,7 +80,7 @@ def allreduce(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
     for size in (int(s) for s in args.sizes.split(",") if s):
         tensor = torch.zeros(size // 4, dtype=torch.float32, device=device)  # zeros: the sum stays finite
         name = f"bench.allreduce.{size}"
-        for _ in range(max(1, args.warmup if size < 64 * 1024**2 else 1)):
+        for _unused in range(max(1, args.warmup if size < 64 * 1024**2 else 1)):
             hvd.allreduce_(tensor, op=hvd.Sum, name=name)
         sync(device)
         start = time.perf_counter()
@@ -91,7 +90,7 @@ def allreduce(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         iters = hvd.broadcast_object(max(1, min(args.iters, int(args.seconds / max(once, 1e-6)))), root_rank=0)
         sync(device)
         start = time.perf_counter()
-        for _ in range(iters):
+        for _unused in range(iters):
             hvd.allreduce_(tensor, op=hvd.Sum, name=name)
         sync(device)
         seconds = (time.perf_counter() - start) / iters
@@ -122,11 +121,11 @@ def synthetic(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         F.cross_entropy(model(data), target).backward()
         optimizer.step()
 
-    for _ in range(args.warmup_batches):
+    for _unused in range(args.warmup_batches):
         step()
     sync(device)
     start = time.perf_counter()
-    for _ in range(args.batches):
+    for _unused in range(args.batches):
         step()
     sync(device)
     rate = args.batch_size * args.batches / (time.perf_counter() - start)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Describe this Horovod container for horovod_launch's preflight, as one JSON object.
@@ -43,7 +42,7 @@ CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
 
 # The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
 # environment (which may hold secrets) on its ranks' command lines. The same pattern as
-# plugins/module_utils/jobs.py (tests/unit/test_horovod_run_helper.py checks that they agree).
+# plugins/module_utils/jobs.py (tests/unit/plugins/module_utils/test_horovod_run_helper.py checks that they agree).
 ASSIGNMENT = re.compile(r"(?<![^\s'\"])([A-Za-z_][A-Za-z0-9_]*)=(?:'[^']*'|\"[^\"]*\"|\S*)")
 
 
@@ -64,7 +63,7 @@ def interface_addresses() -> dict[str, list[str]]:
         pass
     result: dict[str, list[str]] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        for _, name in socket.if_nameindex():
+        for _unused, name in socket.if_nameindex():
             request = array.array("B", struct.pack("256s", name.encode()[:15]))
             try:
                 fcntl.ioctl(sock.fileno(), SIOCGIFADDR, request)
@@ -278,7 +277,7 @@ def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
                 handle.write(token + "\n")
         yield markers
     finally:
-        for path, _ in markers:
+        for path, _unused in markers:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
@@ -307,7 +306,7 @@ def _survey(
     *,
     markers: Sequence[Marker],
 ) -> dict[str, object]:
-    local = probe([address for _, address in hosts], paths, markers)
+    local = probe([address for _unused, address in hosts], paths, markers)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
     others = [(name, address) for name, address in hosts if name not in local_names]

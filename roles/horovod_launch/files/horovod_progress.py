@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Wait a little for a horovod_launch run and print one JSON object about it.

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The runs of multinode.horovod.horovod_launch, seen from inside the Horovod containers; JSON out.
@@ -39,7 +38,7 @@ TICK = 0.25
 
 # The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
 # environment (which may hold secrets) on its ranks' command lines. The same pattern as
-# plugins/module_utils/jobs.py (tests/unit/test_horovod_run_helper.py checks that they agree).
+# plugins/module_utils/jobs.py (tests/unit/plugins/module_utils/test_horovod_run_helper.py checks that they agree).
 ASSIGNMENT = re.compile(r"(?<![^\s'\"])([A-Za-z_][A-Za-z0-9_]*)=(?:'[^']*'|\"[^\"]*\"|\S*)")
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A small, self-checking Horovod + PyTorch training job on synthetic data.
@@ -145,7 +144,7 @@ def train(args: argparse.Namespace, device: torch.device) -> float:
     mean_loss = 0.0
     for epoch in range(1, args.epochs + 1):
         started = time.monotonic()
-        for _ in range(args.steps_per_epoch):
+        for _step in range(args.steps_per_epoch):
             loss = step(args, job, generator)
         mean_loss = epoch_done(args, epoch, loss, started)
     check_identical(job.model, loss, device)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Link ssh_trust's ssh wrapper first on the Horovod container's PATH, or only say how it stands.

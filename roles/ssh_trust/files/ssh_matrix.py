@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One row of ssh_trust's ssh matrix: ssh from this container to every node, as horovodrun does it.

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from checkout import COLLECTIONS, REPO, load
+from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI, REPO, load
 
 m = load("plugins/modules/container_sshd_info.py", "container_sshd_info")
 
@@ -116,7 +116,7 @@ def test_host_keys_derive_the_public_key_of_each_key_that_loads(tmp_path):
     assert m.host_keys(str(tmp_path / "none"), run_command) == {}
 
 
-@pytest.mark.skipif(not shutil.which("ansible"), reason="ansible is not on PATH")
+@NEEDS_ANSIBLE_CLI
 def test_the_module_runs_through_ansible(tmp_path):
     keygen(tmp_path / "ssh_host_ed25519_key", "ed25519")
     args = json.dumps({"port": 1, "container_pid": 0, "key_dir": str(tmp_path)})

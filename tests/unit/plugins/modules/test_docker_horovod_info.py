@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from checkout import COLLECTIONS, load
+from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI, load
 
 m = load("plugins/modules/docker_horovod_info.py", "docker_horovod_info")
 
@@ -105,7 +105,7 @@ def serve(path: str, answer: bytes) -> threading.Thread:
     server.listen(1)
 
     def reply() -> None:
-        conn, _ = server.accept()
+        conn, _unused = server.accept()
         request = b""
         while b"\r\n\r\n" not in request:
             request += conn.recv(4096)
@@ -316,7 +316,7 @@ def test_only_what_is_asked_is_read(tmp_path):
 # --- through Ansible -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not shutil.which("ansible"), reason="ansible is not on PATH")
+@NEEDS_ANSIBLE_CLI
 def test_ansible_runs_the_module_in_check_mode(tmp_path):
     args = {"gpus": True, "nvidia_smi_output": H200, "paths": [str(tmp_path)], "docker_socket": str(tmp_path / "s")}
     env = dict(

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_run as r
-from checkout import COLLECTIONS
+from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI
 
 GLOO_FAILURE = """\
 [1]<stdout>:rank 1 ok
@@ -149,7 +148,7 @@ def test_an_elastic_runs_host_sets(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.skipif(not shutil.which("ansible"), reason="ansible is not on PATH")
+@NEEDS_ANSIBLE_CLI
 @pytest.mark.parametrize(("check", "rc"), [(False, "0"), (True, "1")])
 def test_the_module_reads_a_run_through_ansible(tmp_path: Path, check: bool, rc: str) -> None:
     # A failed run is read without failing the task (Ansible fails one whose result has an rc but 0).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkout import COLLECTIONS, REPO, load
+from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI, REPO, load
 
 m = load("plugins/modules/ssh_trust_info.py", "ssh_trust_info")
 FIXTURE = json.loads((REPO / "tests" / "unit" / "fixtures" / "ssh_trust_jinja.json").read_text())
@@ -216,7 +216,7 @@ def test_host_names_are_resolved_here(tmp_path):
     assert "127.0.0.1" in m.resolve("localhost")
 
 
-@pytest.mark.skipif(not shutil.which("ansible"), reason="ansible is not on PATH")
+@NEEDS_ANSIBLE_CLI
 def test_the_module_runs_through_ansible_in_check_mode(tmp_path):
     (tmp_path / "sshd").mkdir()
     (tmp_path / "sshd" / "ssh_host_ed25519_key.pub").write_text(f"{ED_A}\n* {ED_K}\n")

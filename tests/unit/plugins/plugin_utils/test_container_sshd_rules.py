@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The container_sshd role's input rules (plugins/module_utils/container_sshd_rules.py)."""
+"""The container_sshd role's input rules (plugins/plugin_utils/container_sshd_rules.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import container_sshd_rules as rules
-from ansible_collections.multinode.horovod.plugins.module_utils import roles
+from ansible_collections.multinode.horovod.plugins.plugin_utils import container_sshd_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 from checkout import REPO, load
 
 ROLE = REPO / "roles" / "container_sshd"
@@ -124,10 +124,10 @@ BAD: list[tuple[str, Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("variable", "value", "fragment"), BAD, ids=[f"{v}={x!r}" for v, x, _ in BAD])
+@pytest.mark.parametrize(("variable", "value", "fragment"), BAD, ids=[f"{v}={x!r}" for v, x, _unused in BAD])
 def test_each_bad_input_is_refused_by_name(variable: str, value: Any, fragment: str) -> None:
     found = rules.problems({**defaults(), variable: value})
-    assert [name for name, _ in found] == [variable], found
+    assert [name for name, _unused in found] == [variable], found
     message = found[0][1]
     assert fragment in message
     assert not message.startswith(variable)
@@ -135,7 +135,7 @@ def test_each_bad_input_is_refused_by_name(variable: str, value: Any, fragment: 
 
 def test_every_bad_item_is_reported() -> None:
     found = rules.problems({"container_sshd_host_key_types": ["dsa", "rsa", "rsa", 7]})
-    assert [message.split(" ")[0] for _, message in found] == ["'dsa'", "7", "rsa"]
+    assert [message.split(" ")[0] for _unused, message in found] == ["'dsa'", "7", "rsa"]
 
 
 WRONG_TYPES = [None, True, 0, -1, 1.5, "", "x", [], ["x"], [None], [{}], {}, {"x": None}, object()]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
-from ansible_collections.multinode.horovod.plugins.module_utils.nfs_server_rules import (
+from ansible_collections.multinode.horovod.plugins.plugin_utils.nfs_server_rules import (
     FLAG,
     SEC_SHAPE,
     Option,

@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The docker_horovod role's input rules (plugins/module_utils/docker_horovod_rules.py)."""
+"""The docker_horovod role's input rules (plugins/plugin_utils/docker_horovod_rules.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import docker_horovod_rules as rules
-from ansible_collections.multinode.horovod.plugins.module_utils import roles
+from ansible_collections.multinode.horovod.plugins.plugin_utils import docker_horovod_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 from checkout import REPO, load
 
 ROLE = REPO / "roles" / "docker_horovod"
@@ -252,10 +252,10 @@ BAD: list[tuple[str, Any, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("variable", "value", "fragment"), BAD, ids=[f"{v}={x!r}" for v, x, _ in BAD])
+@pytest.mark.parametrize(("variable", "value", "fragment"), BAD, ids=[f"{v}={x!r}" for v, x, _unused in BAD])
 def test_each_bad_input_is_refused_by_name(variable: str, value: Any, fragment: str) -> None:
     found = rules.problems({**defaults(), variable: value})
-    assert [name for name, _ in found] == [variable], found
+    assert [name for name, _unused in found] == [variable], found
     message = found[0][1]
     assert fragment in message
     assert not message.startswith(variable)
@@ -285,13 +285,13 @@ def test_a_binary_ca_bundle_is_refused(tmp_path: Path) -> None:
 
 def test_a_directory_is_not_a_ca_bundle(tmp_path: Path) -> None:
     found = rules.problems({"docker_horovod_extra_ca_bundle": str(tmp_path)})
-    assert [name for name, _ in found] == ["docker_horovod_extra_ca_bundle"]
+    assert [name for name, _unused in found] == ["docker_horovod_extra_ca_bundle"]
     assert "is not a file on the controller" in found[0][1]
 
 
 def test_the_wheel_dir_follows_the_share_root(ca_bundle: str) -> None:
     settings = {**good(ca_bundle), "docker_horovod_pip_wheel_dir": "/data1/share/wheels"}
-    assert [name for name, _ in rules.problems(settings)] == ["docker_horovod_pip_wheel_dir"]
+    assert [name for name, _unused in rules.problems(settings)] == ["docker_horovod_pip_wheel_dir"]
 
 
 def test_share_mounts_at_or_below_the_share_root_are_accepted() -> None:
@@ -300,7 +300,7 @@ def test_share_mounts_at_or_below_the_share_root_are_accepted() -> None:
 
 def test_a_broken_share_root_is_reported_once() -> None:
     found = rules.problems({"docker_horovod_share_root": "/etc", "docker_horovod_pip_wheel_dir": "/etc/wheels"})
-    assert [name for name, _ in found] == ["docker_horovod_share_root", "docker_horovod_pip_wheel_dir"]
+    assert [name for name, _unused in found] == ["docker_horovod_share_root", "docker_horovod_pip_wheel_dir"]
     assert "is not below the share root" not in found[1][1]
 
 
@@ -350,7 +350,7 @@ def test_a_value_of_any_type_gives_problems_not_exceptions(variable: str, value:
     ],
 )
 def test_null_is_refused_by_name(variable: str) -> None:
-    assert [name for name, _ in rules.problems({variable: None})] == [variable]
+    assert [name for name, _unused in rules.problems({variable: None})] == [variable]
 
 
 def test_the_filter_prefixes_the_variable() -> None:
@@ -364,7 +364,7 @@ def test_the_filter_prefixes_the_variable() -> None:
 @pytest.mark.parametrize("value", [0, -5, "0", "ten", 1.5, None, True])
 def test_a_load_timeout_must_be_whole_seconds(value: Any) -> None:
     found = rules.problems({"docker_horovod_image_load_timeout": value})
-    assert [name for name, _ in found] == ["docker_horovod_image_load_timeout"], found
+    assert [name for name, _unused in found] == ["docker_horovod_image_load_timeout"], found
     assert "is not a number of seconds; use a whole number of 1 or more" in found[0][1]
 
 

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.filter import horovod_bench as f
-from ansible_collections.multinode.horovod.plugins.module_utils import gate
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as b
+from ansible_collections.multinode.horovod.plugins.plugin_utils import gate
 from checkout import load
 
 HOSTS = [
@@ -31,10 +31,10 @@ NOW = datetime(2026, 12, 2, 8, 0, 0, tzinfo=UTC)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def make_plan(given=None, hosts=HOSTS, **over):
+def make_plan(given=None, hosts=None, **over):
     where = {"share_dir": "/data1/share", "artifact_dir": "/data1/artifacts", "ssh_port": 12345, "now": NOW,
              "cwd": "/home/me"} | over  # fmt: skip
-    return b.plan(given or {}, hosts, **where)
+    return b.plan(given or {}, HOSTS if hosts is None else hosts, **where)
 
 
 PREFLIGHT = {"hosts": HOSTS, "network_interfaces": ["eth0"], "horovod_version": "0.28.1", "image": None}
@@ -102,7 +102,7 @@ def test_parse_bytes(text, size):
     ],
 )
 def test_settings_name_the_variable_and_the_fix(given, expected):
-    _, problems = b.settings(given)
+    _unused, problems = b.settings(given)
     if expected is None:
         assert problems == []
     else:
@@ -343,7 +343,7 @@ class FakeContainers:
     def __init__(self, missing=()):
         self.missing, self.commands = set(missing), []
 
-    def run(self, argv, **_):
+    def run(self, argv, **_unused):
         self.commands.append(argv)
         host = {h["address"]: h["name"] for h in HOSTS}[argv[-2]] if argv[0] == "ssh" else "m"
         command = argv[-1] if argv[0] == "ssh" else " ".join(argv)
@@ -354,12 +354,12 @@ class FakeContainers:
             return subprocess.CompletedProcess(argv, 0, json.dumps(answer), "")
         return subprocess.CompletedProcess(argv, 1, "", "")  # pgrep: none left
 
-    def popen(self, argv, **_):
+    def popen(self, argv, **_unused):
         self.commands.append(argv)
         return type("Server", (), {"poll": lambda self: None, "communicate": lambda self, timeout=None: ("", None)})()
 
 
-def run_link(monkeypatch, containers, hosts=HOSTS):
+def run_link(monkeypatch, containers, hosts=None):
     script = load("playbooks/files/benchmark/horovod_bench_link.py", "horovod_bench_link")
     monkeypatch.setattr(script.subprocess, "run", containers.run)
     monkeypatch.setattr(script.subprocess, "Popen", containers.popen)

@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils import openpgp
 from checkout import load
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BOOKWORM_AUTOMATIC = "B8B80B5B623EAB6AD8775C45B7C5D7D6350947F8"
 TWO_KEYS = ["4D64FEC119C2029067D6E791F8D2585B8783D481", "05AB90340C0C5E797F44A8C8254CF3B5AEC0A8F0"]
 

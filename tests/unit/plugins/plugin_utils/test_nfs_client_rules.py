@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Input rules of nfs_client (plugins/module_utils/nfs_client_rules.py)."""
+"""Input rules of nfs_client (plugins/plugin_utils/nfs_client_rules.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.multinode.horovod.plugins.filter.nfs_client import FilterModule as NfsClientFilters
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
-from ansible_collections.multinode.horovod.plugins.module_utils import nfs_client_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import nfs_client_rules as rules
 
 
 def inputs(*mounts, **overrides):
@@ -253,7 +253,9 @@ def test_messages_leave_the_variable_name_to_the_caller():
 
 def test_the_role_filter_reads_these_rules():
     bad = inputs(mount(server="10.213.7.10:/data1"))
-    assert role_problems(bad, "nfs_client") == [f"nfs_client_mounts: {message}" for _, message in rules.problems(bad)]
+    assert role_problems(bad, "nfs_client") == [
+        f"nfs_client_mounts: {message}" for _unused, message in rules.problems(bad)
+    ]
     assert role_problems(inputs(), "nfs_client") == []
 
 
@@ -300,7 +302,7 @@ TRAILING_SLASH_PATTERNS = ('rstrip("/")', "rstrip('/')", "/+$", "/*$", 'rstrip("
 
 
 def test_a_trailing_slash_is_dropped_in_one_place_only():
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[4]
     found = []
     for top in ("plugins", "roles", "playbooks", "tools"):
         for path in sorted((repo / top).rglob("*")):

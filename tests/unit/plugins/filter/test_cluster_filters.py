@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The gate's rules and the site's mapping (plugins/module_utils/gate.py, cluster.py), and the site's filters
+"""The gate's rules and the site's mapping (plugins/plugin_utils/gate.py, cluster.py), and the site's filters
 (plugins/filter/cluster.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster as mapping
-from ansible_collections.multinode.horovod.plugins.module_utils import gate, paths, roles
+from ansible_collections.multinode.horovod.plugins.lookup import cluster_input as lookup
+from ansible_collections.multinode.horovod.plugins.module_utils import paths
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster as mapping
+from ansible_collections.multinode.horovod.plugins.plugin_utils import gate, roles
 from checkout import REPO, load
 
 cluster = load("plugins/filter/cluster.py", "mnh_cluster")
@@ -471,7 +473,7 @@ def test_image_ids_of_the_nodes_that_answered_with_one():
     }
     context = {"groups": {"horovod_master": ["m"], "horovod_workers": ["w1", "w2", "w3", "w4"]}}
     context |= {"hostvars": hostvars, "inventory_hostname": "m"}
-    assert cluster.cluster_input(context, "horovod_launch_image_ids") == {"m": "sha256:abc123", "w1": "sha256:abc123"}
+    assert lookup.cluster_input(context, "horovod_launch_image_ids") == {"m": "sha256:abc123", "w1": "sha256:abc123"}
 
 
 def test_node_ips_by_address_or_resolved_name_without_loopback():
@@ -532,33 +534,33 @@ def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
     assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors
 
 
-def context(host, hostvars, groups=GOOD_GROUPS):
-    return {"groups": groups, "hostvars": hostvars, "inventory_hostname": host}
+def context(host, hostvars, groups=None):
+    return {"groups": groups or GOOD_GROUPS, "hostvars": hostvars, "inventory_hostname": host}
 
 
-def test_the_input_filter_gives_a_role_variable_or_a_setting_and_refuses_anything_else():
+def test_the_input_lookup_gives_a_role_variable_or_a_setting_and_refuses_anything_else():
     hostvars = good_hostvars(**everywhere(horovod_share_dir="/data1/data/"))
-    assert cluster.cluster_input(context("node-b", hostvars), "horovod_share_dir") == "/data1/data"
-    assert cluster.cluster_input(context("node-b", hostvars), "nfs_client_mounts")[0]["server"] == "192.0.2.10"
-    assert cluster.cluster_input(context("node-a", hostvars), "ssh_trust_master") == "node-a"
+    assert lookup.cluster_input(context("node-b", hostvars), "horovod_share_dir") == "/data1/data"
+    assert lookup.cluster_input(context("node-b", hostvars), "nfs_client_mounts")[0]["server"] == "192.0.2.10"
+    assert lookup.cluster_input(context("node-a", hostvars), "ssh_trust_master") == "node-a"
     with pytest.raises(Exception, match="neither a setting of the site nor a role variable it sets"):
-        cluster.cluster_input(context("node-a", hostvars), "docker_horovod_rdma")
+        lookup.cluster_input(context("node-a", hostvars), "docker_horovod_rdma")
     named = good_hostvars(node_b={"ansible_host": "node-b.cluster"})
     with pytest.raises(Exception, match="needs the nodes' IPv4 addresses"):
-        cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses")
+        lookup.cluster_input(context("node-b", named), "container_sshd_listen_addresses")
     ips = {"node-a": ["192.0.2.10"], "node-b": ["10.1.0.2"], "node-c": ["192.0.2.12"]}
-    assert cluster.cluster_input(context("node-b", named), "container_sshd_listen_addresses", ips) == ["10.1.0.2"]
+    assert lookup.cluster_input(context("node-b", named), "container_sshd_listen_addresses", ips) == ["10.1.0.2"]
 
 
 def test_the_roles_filter_says_where_the_site_runs_each_role():
     hostvars = good_hostvars()
-    assert cluster.cluster_roles(context("node-a", hostvars)) == [
+    assert cluster.cluster_roles(GOOD_GROUPS, hostvars, "node-a") == [
         "nfs_server", "docker_horovod", "container_sshd", "ssh_trust", "horovod_launch"
     ]  # fmt: skip
-    assert cluster.cluster_roles(context("node-b", hostvars)) == [
+    assert cluster.cluster_roles(GOOD_GROUPS, hostvars, "node-b") == [
         "nfs_client", "docker_horovod", "container_sshd", "ssh_trust"
     ]  # fmt: skip
     existing = good_hostvars(**everywhere(horovod_shared_storage="existing"))
-    assert "nfs_client" not in cluster.cluster_roles(context("node-b", existing))
+    assert "nfs_client" not in cluster.cluster_roles(GOOD_GROUPS, existing, "node-b")
     alone = {"horovod_cluster": ["node-a"], "horovod_master": ["node-a"], "horovod_workers": []}
-    assert "nfs_server" not in cluster.cluster_roles(context("node-a", hostvars, alone))
+    assert "nfs_server" not in cluster.cluster_roles(alone, hostvars, "node-a")

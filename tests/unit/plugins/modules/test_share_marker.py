@@ -31,7 +31,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_writes_reads_and_removes_the_markers(dirs: tuple[Path, Path, Path]) -> None:
-    share, artifacts, _ = dirs
+    share, artifacts, _unused = dirs
     both = [str(share), str(artifacts)]
     assert m.run("present", [*both, str(share / "absent")], TOKEN) == {"changed": True, "written": both}
     assert (share / NAME).read_text() == f"{TOKEN}\n"
@@ -52,7 +52,7 @@ def test_a_planted_link_is_never_written_through(dirs: tuple[Path, Path, Path]) 
 
 
 def test_a_planted_dangling_link_creates_nothing_at_its_target(dirs: tuple[Path, Path, Path]) -> None:
-    share, _, outside = dirs
+    share, _unused, outside = dirs
     (share / NAME).symlink_to(outside / "new-unit.service")
     with pytest.raises(m.MarkerError):
         m.write(str(share), TOKEN)
@@ -73,7 +73,7 @@ def test_a_link_fifo_or_directory_is_not_read(dirs: tuple[Path, Path, Path]) -> 
 
 
 def test_a_device_node_is_not_read(dirs: tuple[Path, Path, Path]) -> None:
-    share, _, _ = dirs
+    share, _unused, _unused = dirs
     if os.geteuid() != 0:
         pytest.skip("mknod of a character device needs root")
     os.mknod(share / NAME, 0o600 | 0o020000, os.makedev(1, 3))  # /dev/null's numbers
@@ -81,13 +81,13 @@ def test_a_device_node_is_not_read(dirs: tuple[Path, Path, Path]) -> None:
 
 
 def test_another_content_is_different_and_not_shown(dirs: tuple[Path, Path, Path]) -> None:
-    share, _, _ = dirs
+    share, _unused, _unused = dirs
     (share / NAME).write_text("something else\n")
     assert m.read(str(share), TOKEN) == "different"
 
 
 def test_remove_takes_a_planted_link_away_and_leaves_its_target(dirs: tuple[Path, Path, Path]) -> None:
-    share, _, outside = dirs
+    share, _unused, outside = dirs
     (share / NAME).symlink_to(outside / "shadow")
     assert m.remove(str(share), TOKEN) is True
     assert not os.path.lexists(share / NAME)
@@ -98,14 +98,14 @@ def test_remove_takes_a_planted_link_away_and_leaves_its_target(dirs: tuple[Path
 
 
 def test_the_write_check_leaves_nothing_behind(dirs: tuple[Path, Path, Path]) -> None:
-    share, artifacts, _ = dirs
+    share, artifacts, _unused = dirs
     assert m.run("read", [str(share)], TOKEN, write_check=str(artifacts))["writable"] is True
     assert list(artifacts.iterdir()) == []
     assert m.can_create(str(artifacts / "absent"), TOKEN) is False
 
 
 def test_check_mode_changes_nothing(dirs: tuple[Path, Path, Path]) -> None:
-    share, _, _ = dirs
+    share, _unused, _unused = dirs
     assert m.run("present", [str(share)], TOKEN, check_mode=True) == {"changed": True, "written": [str(share)]}
     assert list(share.iterdir()) == []
     m.write(str(share), TOKEN)
@@ -121,7 +121,7 @@ def test_a_token_that_is_not_letters_and_digits_is_refused(dirs: tuple[Path, Pat
 
 def test_the_module_runs_as_ansible_runs_it(dirs: tuple[Path, Path, Path]) -> None:
     """Through AnsibleModule: JSON arguments in, JSON out, a refusal as failed with its message."""
-    share, _, outside = dirs
+    share, _unused, outside = dirs
     (share / NAME).symlink_to(outside / "shadow")
 
     def call(**args: object) -> dict:

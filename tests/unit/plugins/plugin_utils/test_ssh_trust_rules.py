@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""ssh_trust's input rules (plugins/module_utils/ssh_trust_rules.py): each rule fed its bad case."""
+"""ssh_trust's input rules (plugins/plugin_utils/ssh_trust_rules.py): each rule fed its bad case."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
-from ansible_collections.multinode.horovod.plugins.module_utils import ssh_trust_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import ssh_trust_rules as rules
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 A = {"name": "node-a", "address": "192.0.2.10"}
 B = {"name": "node-b", "address": "192.0.2.11"}
 
@@ -125,7 +125,7 @@ BAD = [
 @pytest.mark.parametrize(("changes", "variable", "fragment"), BAD, ids=[f"{b[1]}-{i}" for i, b in enumerate(BAD)])
 def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
     found = problems(**changes)
-    assert [v for v, _ in found] == [f"ssh_trust_{variable}"], found
+    assert [v for v, _unused in found] == [f"ssh_trust_{variable}"], found
     assert fragment in found[0][1], found
     assert not found[0][1].startswith("ssh_trust_"), "the caller prefixes the variable"
 
@@ -141,12 +141,12 @@ def test_a_node_without_a_name_or_address_names_both():
 
 
 def test_the_master_is_not_judged_without_a_sound_node():
-    assert [v for v, _ in problems(nodes=[], master="node-z", replace_host_keys=["x"])] == ["ssh_trust_nodes"]
+    assert [v for v, _unused in problems(nodes=[], master="node-z", replace_host_keys=["x"])] == ["ssh_trust_nodes"]
 
 
 def test_only_the_node_list_is_required():
     assert rules.problems({"ssh_trust_nodes": [A], "ssh_trust_master": "node-a"}) == []
-    assert [v for v, _ in rules.problems({})] == ["ssh_trust_nodes"]
+    assert [v for v, _unused in rules.problems({})] == ["ssh_trust_nodes"]
 
 
 @pytest.mark.parametrize("inputs", [None, [], "x", 3])

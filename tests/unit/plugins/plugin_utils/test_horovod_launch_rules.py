@@ -1,6 +1,6 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""horovod_launch's input rules (plugins/module_utils/horovod_launch_rules.py): each rule fed its bad case."""
+"""horovod_launch's input rules (plugins/plugin_utils/horovod_launch_rules.py): each rule fed its bad case."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any, NoReturn
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
-from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import horovod_launch_rules as rules
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 SHARE = "/data1/share"
 ARTIFACTS = "/data1/artifacts"
 
@@ -327,7 +327,7 @@ BAD = [
 @pytest.mark.parametrize(("changes", "variable", "fragment"), BAD, ids=[f"{b[1]}-{i}" for i, b in enumerate(BAD)])
 def test_each_bad_input_is_named_with_its_fix(changes, variable, fragment):
     found = problems(**changes)
-    assert [v for v, _ in found] == [f"horovod_launch_{variable}"], found
+    assert [v for v, _unused in found] == [f"horovod_launch_{variable}"], found
     assert fragment in found[0][1], found
     assert not found[0][1].startswith("horovod_launch_"), "the caller prefixes the variable"
 
@@ -368,7 +368,7 @@ REFUSED_ENV = [
 @pytest.mark.parametrize("name", REFUSED_ENV)
 def test_an_environment_name_that_changes_how_ranks_are_reached_or_loaded_is_refused(name):
     found = problems(env={"NCCL_DEBUG": "INFO", name: "s3cret-value"})
-    assert [v for v, _ in found] == ["horovod_launch_env"], found
+    assert [v for v, _unused in found] == ["horovod_launch_env"], found
     assert found[0][1].startswith(f"{name} may not be set here: "), found
     assert "s3cret-value" not in found[0][1]
 
@@ -440,7 +440,7 @@ def test_every_spelling_argparse_reads_as_a_reserved_option_is_refused(arg):
         given = {key for key, value in vars(parser.parse_args([arg, "7", "7"])).items() if value not in (None, False)}
     except _ParseError:
         given = None
-    refused = [message for _, message in problems(extra_args=[arg, "7", "7"]) if not message.startswith("'7'")]
+    refused = [message for _unused, message in problems(extra_args=[arg, "7", "7"]) if not message.startswith("'7'")]
     if given is None:
         return  # horovodrun stops: anything goes
     assert bool(given & reserved) == bool(refused), (arg, given, refused)
@@ -461,7 +461,7 @@ def test_without_an_artifact_directory_everything_executed_is_on_the_share_and_r
         "code_dest": f"{SHARE}/workspace",
     }
     found = problems(**on_share)
-    assert [name for name, _ in found] == [
+    assert [name for name, _unused in found] == [
         "horovod_launch_runs_dir",
         "horovod_launch_example_dir",
         "horovod_launch_code_dest",
@@ -472,12 +472,12 @@ def test_without_an_artifact_directory_everything_executed_is_on_the_share_and_r
     assert problems(**on_share, allow_share_code=True) == []
     # The checkout is where a run with a repository starts.
     found = problems(**on_share, code_repo="/srv/x.git", code_version="v1")
-    assert "horovod_launch_workdir" not in [name for name, _ in found]
+    assert "horovod_launch_workdir" not in [name for name, _unused in found]
 
 
 def test_a_path_variable_on_the_share_is_named_but_not_quoted():
     found = problems(env={"PYTHONPATH": f"{SHARE}/s3cret-lib"})
-    assert [name for name, _ in found] == ["horovod_launch_env"]
+    assert [name for name, _unused in found] == ["horovod_launch_env"]
     assert "s3cret" not in found[0][1]
 
 
@@ -491,12 +491,12 @@ def test_the_role_defaults_put_what_the_ranks_execute_in_the_artifact_directory(
 
 def test_an_environment_value_is_never_quoted():
     found = problems(env={"TOKEN": ["s3cret-value"]})
-    assert found and all("s3cret-value" not in message for _, message in found), found
+    assert found and all("s3cret-value" not in message for _unused, message in found), found
 
 
 def test_np_beyond_the_slots_is_not_judged_on_a_broken_host_list():
     found = problems(hosts=[{"name": "a", "address": "a", "slots": 0}], np=4)
-    assert [v for v, _ in found] == ["horovod_launch_hosts"]
+    assert [v for v, _unused in found] == ["horovod_launch_hosts"]
 
 
 def test_directories_below_a_bad_share_are_reported_through_the_share():
@@ -509,7 +509,7 @@ def test_directories_below_a_bad_share_are_reported_through_the_share():
 
 def test_every_problem_is_reported_at_once():
     found = problems(np=-1, ssh_port=0, command="x", controller="x")
-    assert [v for v, _ in found] == [
+    assert [v for v, _unused in found] == [
         "horovod_launch_np",
         "horovod_launch_ssh_port",
         "horovod_launch_controller",
@@ -520,7 +520,7 @@ def test_every_problem_is_reported_at_once():
 def test_a_variable_not_given_is_not_checked_but_a_given_host_list_must_not_be_empty():
     assert rules.problems({"horovod_launch_hosts": GOOD["horovod_launch_hosts"]}) == []
     assert rules.problems({"horovod_launch_run_name": "r1"}) == []
-    assert [v for v, _ in rules.problems({"horovod_launch_hosts": []})] == ["horovod_launch_hosts"]
+    assert [v for v, _unused in rules.problems({"horovod_launch_hosts": []})] == ["horovod_launch_hosts"]
 
 
 @pytest.mark.parametrize("inputs", [None, [], "x", 3])

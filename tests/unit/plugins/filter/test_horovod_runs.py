@@ -203,7 +203,7 @@ def test_the_definition_is_the_same_for_docker_horovods_job_guard():
     assert jobs.jobs(jobs.parse_top(top)) == jobs.jobs(listed) == ["42 python3 train.py"]
     # docker_horovod's job guard reads `docker top` output through the job_processes filter.
     assert docker_filters.job_processes(top) == docker_filters.job_processes(listed) == ["42 python3 train.py"]
-    guard = (Path(__file__).resolve().parents[2] / "roles/docker_horovod/tasks/job_guard.yml").read_text()
+    guard = (Path(__file__).resolve().parents[4] / "roles/docker_horovod/tasks/job_guard.yml").read_text()
     assert "| multinode.horovod.job_processes(docker_horovod_idle_process_patterns)" in guard
 
 

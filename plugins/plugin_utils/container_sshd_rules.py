@@ -14,9 +14,10 @@ import ipaddress
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, plain, switch
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 Problems = list[tuple[str, str]]
 Values = Mapping[str, Any]

@@ -31,17 +31,18 @@ from typing import Any
 
 import jinja2
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.multinode.horovod.plugins.module_utils import cluster, defaults, horovod_bench, roles
-from ansible_collections.multinode.horovod.plugins.module_utils.cluster import (
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
+from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.values import is_host_name, switch
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, roles
+from ansible_collections.multinode.horovod.plugins.plugin_utils.cluster import (
     GROUP_CLUSTER,
     GROUP_MASTER,
     GROUP_WORKERS,
     SETTINGS,
     UNKNOWN_SWITCH,
 )
-from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
-from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
-from ansible_collections.multinode.horovod.plugins.module_utils.values import is_host_name, switch
 
 OUR_GROUPS = (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS)
 # Facts the roles publish under their public prefix (set_fact); they are not typos.

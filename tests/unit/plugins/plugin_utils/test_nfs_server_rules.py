@@ -1,12 +1,12 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Input rules of nfs_server (plugins/module_utils/nfs_server_rules.py)."""
+"""Input rules of nfs_server (plugins/plugin_utils/nfs_server_rules.py)."""
 
 from __future__ import annotations
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
-from ansible_collections.multinode.horovod.plugins.module_utils import nfs_server_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils import nfs_server_rules as rules
 
 INJECTION = "fsid=0) *(rw,insecure,no_root_squash"
 
@@ -88,7 +88,7 @@ def test_weak_options_are_refused_unless_allowed(option, opens, where):
     found = rules.problems(weak)
     variable = "nfs_server_exports" if where == "export" else "nfs_server_default_options"
     prefix = "the export of '/data1/share': " if where == "export" else ""
-    assert [name for name, _ in found] == [variable]
+    assert [name for name, _unused in found] == [variable]
     assert found[0][1].startswith(f"{prefix}option {option!r} ")
     assert opens in found[0][1]
     assert found[0][1].endswith("remove it, or set nfs_server_allow_weak_options: true if that is really meant")
@@ -98,7 +98,7 @@ def test_weak_options_are_refused_unless_allowed(option, opens, where):
 
 @pytest.mark.parametrize("options", [["anonuid=65534", "anongid=65534", "all_squash"], ["anonuid=00"], ["secure"]])
 def test_other_anonymous_ids_and_secure_are_not_weak(options):
-    assert not [message for _, message in rules.problems(inputs(export(options=options))) if "weak" in message]
+    assert not [message for _unused, message in rules.problems(inputs(export(options=options))) if "weak" in message]
 
 
 @pytest.mark.parametrize("allow", [True, "yes", "true", 1])
@@ -333,7 +333,7 @@ def test_messages_leave_the_variable_name_to_the_caller():
 
 def test_the_role_filter_reads_these_rules():
     assert role_problems(inputs(export(options=[INJECTION])), "nfs_server") == [
-        f"nfs_server_exports: {message}" for _, message in rules.problems(inputs(export(options=[INJECTION])))
+        f"nfs_server_exports: {message}" for _unused, message in rules.problems(inputs(export(options=[INJECTION])))
     ]
     assert role_problems(inputs(), "nfs_server") == []
 

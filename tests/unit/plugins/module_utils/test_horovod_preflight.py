@@ -258,7 +258,7 @@ def test_each_broken_case_is_named_with_its_fix(case, expected):
 
 
 def test_the_first_stage_stops_before_the_reports_are_read():
-    rep, _ = broken("no python")
+    rep, _unused = broken("no python")
     remote(rep, "node-b", hostname="node-c")  # would be a second-stage problem
     rep["remotes"][1]["stdout"] = "not json"
     result = judge(rep)

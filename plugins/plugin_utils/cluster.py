@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 from ansible_collections.multinode.horovod.plugins.module_utils.values import switch
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master", "horovod_workers"
 UNKNOWN_SWITCH = "horovod_unknown_variables"  # unknown names: error (default) or warn

@@ -537,7 +537,7 @@ def _command(inputs: Mapping[str, Any]) -> Problems:
                 'example [python3, train.py, --epochs, "10"]), or leave it empty for the bundled example',
             )
         )
-    more, _ = _list(inputs, f"{P}example_args", '[--epochs, "5"]')
+    more, _unused = _list(inputs, f"{P}example_args", '[--epochs, "5"]')
     return out + more
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults, roles
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     canonical_name,
     docker_size,
@@ -27,6 +27,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.numbers import s
 from ansible_collections.multinode.horovod.plugins.module_utils.openpgp import normalise_fingerprint
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, plain
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 Problems = list[tuple[str, str]]
 Values = Mapping[str, Any]

@@ -56,7 +56,7 @@ def inputs(role: str, given: Mapping[str, Any]) -> dict[str, Any]:
 def rules(role: str) -> Callable[[Mapping[str, Any]], Problems] | None:
     """The ``problems`` function of the role's rules module (None for a role without one)."""
     try:
-        module = importlib.import_module(f"ansible_collections.multinode.horovod.plugins.module_utils.{role}_rules")
+        module = importlib.import_module(f"ansible_collections.multinode.horovod.plugins.plugin_utils.{role}_rules")
     except ModuleNotFoundError:
         return None
     return module.problems
