@@ -43,7 +43,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-keys:
+primary_keys:
   description: The primary keys, in file order.
   returned: success
   type: list
@@ -57,7 +57,7 @@ keys:
       type: list
       elements: str
 fingerprints:
-  description: The fingerprints of RV(keys), in the same order.
+  description: The fingerprints of RV(primary_keys), in the same order.
   returned: success
   type: list
   elements: str
@@ -91,7 +91,7 @@ def describe(data: bytes, fingerprint: str = "") -> dict:
     fingerprints = [key["fingerprint"] for key in keys]
     pinned = normalise_fingerprint(fingerprint)
     return {
-        "keys": keys,
+        "primary_keys": keys,
         "fingerprints": fingerprints,
         "sha256": hashlib.sha256(data).hexdigest(),
         "pinned": pinned,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.multinode.horovod.plugins.module_utils import openpgp
 from checkout import load
 
@@ -71,3 +72,9 @@ def test_fingerprints_as_people_write_them_are_normalised():
     assert openpgp.normalise_fingerprint("c95b 321b 61e8 8c18 09c4  f759 ddca e044 f796 ecb0") == (
         "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
     )
+
+
+def test_the_module_returns_what_its_return_doc_names():
+    documented = set(yaml.safe_load(key_info.RETURN))
+    returned = set(key_info.describe((FIXTURES / "debian-bookworm-automatic.asc").read_bytes(), TWO_KEYS[0]))
+    assert returned == documented
