@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from checkout import REPO
+from ansible.template import Templar
+from checkout import REPO, trust_as_template
 
 CHECK = REPO / "roles" / "container_sshd" / "files" / "sshd_image_check.sh"
 

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from checkout import REPO, load
+from ansible.template import Templar
+from checkout import REPO, load, trust_as_template
 
 f = load("plugins/filter/ssh_trust.py", "ssh_trust_filters")
 keys = load("plugins/module_utils/ssh_keys.py", "ssh_keys_for_filters")

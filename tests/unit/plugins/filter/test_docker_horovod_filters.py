@@ -11,11 +11,11 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
 from ansible_collections.multinode.horovod.plugins.module_utils import docker_horovod_values as v
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
 from ansible_collections.multinode.horovod.plugins.plugin_utils.docker_horovod_rules import RESERVED_TARGETS
-from checkout import REPO, load
+from checkout import REPO, load, trust_as_template
 
 f = load("plugins/filter/docker_horovod.py", "docker_horovod_filters")
 FILTERS = f.FilterModule().filters()
