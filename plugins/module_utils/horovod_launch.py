@@ -42,8 +42,83 @@ PLAN_KEYS = tuple(
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
     "name code_commit code_version example_sha256 example_path image runs_dir nics ssh_port identity_file "
-    "start_timeout verbose timeout poll_interval tail_lines".split()
+    "start_timeout verbose timeout poll_interval tail_lines horovod_version".split()
 )
+# horovodrun's options by the first release that has them, as Horovod's own argument parser defines
+# them at each release tag (horovod/run/run.py up to 0.19.5, horovod/runner/launch.py from 0.20.0):
+#   0.18.2  --output-filename: the oldest release this role launches (-np, -H, -p, --start-timeout,
+#           --gloo/--mpi and --verbose are older)
+#   0.19.0  --network-interface NIC, one interface
+#   0.20.0  -i (--ssh-identity-file); --network-interface takes a comma-separated list; elastic runs
+#           (--min-np, --max-np, --host-discovery-script)
+#   0.24.0  --blacklist-cooldown-range, which lets an elastic run take back a host that failed
+#   0.25.0  --network-interfaces (--network-interface now one interface per use, deprecated)
+OLDEST_HOROVOD = (0, 18, 2)
+IDENTITY_OPTION = (0, 20, 0)
+ONE_NIC_OPTION = (0, 19, 0)
+NIC_LIST_OPTION = (0, 20, 0)
+NICS_OPTION = (0, 25, 0)
+ELASTIC = (0, 24, 0)
+RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def release(version: Any) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a Horovod version as horovodrun --check-build or the package metadata give
+    it ("0.28.1", "v0.19.0", "0.21.0rc1"); None when it is not one."""
+    match = RELEASE_RE.match(str(version or "").strip())
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def release_problems(version: Any, elastic: bool, named_nics: Iterable[str], where: str) -> list[str]:
+    """What the Horovod of `where` (its version as horovodrun reports it) cannot do of this run: a release
+    older than OLDEST_HOROVOD, an elastic run before ELASTIC, interfaces named in
+    horovod_launch_network_interfaces that its horovodrun cannot take."""
+    found = release(version)
+    if found is None:
+        return [
+            f"{where}: horovodrun reports the version {str(version)!r}, which is not a Horovod release "
+            "(MAJOR.MINOR.PATCH); the role builds horovodrun's command line for the release it runs. Use an "
+            "image with a released Horovod (docker_horovod_image)."
+        ]
+    if found < OLDEST_HOROVOD:
+        return [
+            f"{where}: the image runs Horovod {_dotted(found)}; the oldest release this role launches is "
+            f"{_dotted(OLDEST_HOROVOD)} (its horovodrun writes each rank's output, --output-filename). Use an "
+            "image with a newer Horovod (docker_horovod_image)."
+        ]
+    problems = []
+    if elastic and found < ELASTIC:
+        problems.append(
+            f"{where}: horovod_launch_elastic needs Horovod {_dotted(ELASTIC)} or newer (an elastic run takes a "
+            f"host that failed back after horovod_launch_elastic_cooldown, --blacklist-cooldown-range); the "
+            f"image runs {_dotted(found)}. Use an image with a newer Horovod, or set horovod_launch_elastic: false."
+        )
+    nics = list(named_nics)
+    if nics and found < ONE_NIC_OPTION:
+        problems.append(
+            f"{where}: Horovod {_dotted(found)}'s horovodrun takes no network interface (it finds the interfaces "
+            f"all hosts share itself), but horovod_launch_network_interfaces is {nics}. Leave it empty, or use an "
+            f"image with Horovod {_dotted(ONE_NIC_OPTION)} or newer."
+        )
+    elif len(nics) > 1 and found < NIC_LIST_OPTION:
+        problems.append(
+            f"{where}: Horovod {_dotted(found)}'s horovodrun takes one network interface, but "
+            f"horovod_launch_network_interfaces is {nics}. Name one, or use an image with Horovod "
+            f"{_dotted(NIC_LIST_OPTION)} or newer."
+        )
+    return problems
+
+
+def _nic_options(found: tuple[int, int, int], nics: list[str]) -> list[str]:
+    """The interfaces in the option of that release; none before 0.19 (horovodrun picks them itself)."""
+    if not nics or found < ONE_NIC_OPTION:
+        return []
+    option = "--network-interfaces" if found >= NICS_OPTION else "--network-interface"
+    return [option, ",".join(nics) if found >= NIC_LIST_OPTION else nics[0]]
 
 
 def plain(value: Any) -> Any:
@@ -161,6 +236,8 @@ def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list
     stays in launcher.log. A run with an environment starts every rank through its rank-env.sh.
     """
     np = int(the_plan["np"])
+    # A version the preflight could not read is refused there (release_problems); here it is the newest.
+    found = release(run["horovod_version"]) or (999, 0, 0)
     argv = ["horovodrun", "-np", str(np)]
     if the_plan["elastic"]:
         low, high = the_plan["cooldown"]
@@ -169,10 +246,13 @@ def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list
         argv += ["--blacklist-cooldown-range", str(low), str(high)]
     else:
         argv += ["-H", the_plan["h"]]
-    argv += ["-p", str(run["ssh_port"]), "-i", str(run["identity_file"])]
+    argv += ["-p", str(run["ssh_port"])]
+    # Before 0.20 horovodrun has no -i: ssh logs in with the identity of the container's ssh client
+    # configuration, which ssh_trust writes.
+    if found >= IDENTITY_OPTION:
+        argv += ["-i", str(run["identity_file"])]
     argv += ["--start-timeout", str(run["start_timeout"]), f"--{the_plan['definition']['controller']}"]
-    if run["nics"]:
-        argv += ["--network-interfaces", ",".join(str(nic) for nic in run["nics"])]
+    argv += _nic_options(found, [str(nic) for nic in run["nics"] or []])
     if np > 1:
         argv += ["--output-filename", run["dir"]]
     if boolean(run["verbose"], strict=True):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ansible.module_utils.common.text.formatters import bytes_to_human
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import release_problems
 
 # What the role passes in (tasks/checks.yml); every key is required.
 SETTINGS = (
@@ -103,6 +104,10 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
             f"{json.dumps(list(s['required_frameworks']))}. Choose from what the image has, or use an image built "
             "with them (docker_horovod_image)."
         )
+    # horovodrun's command line is built for the release it reports (horovod_launch.horovodrun_argv).
+    problems += release_problems(
+        build["version"], s["plan"]["elastic"], s["network_interfaces"], f"{me} (the container '{s['container']}')"
+    )
     found = report.get("ssh", "")
     if found != s["ssh_wrapper"]:
         problems.append(
@@ -328,7 +333,8 @@ def preflight(
     local = report["local"]
     rules = {**settings, "auto_nics": auto_nics, "local_version": local.get("horovod_version")}
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
-    fact["horovod_version"] = local.get("horovod_version", "")
+    # horovodrun's own report: the release its command line is built for.
+    fact["horovod_version"] = check_build((report.get("check_build") or {}).get("stdout"))["version"]
     fact["launchers"] = local.get("launchers") or []
     if settings["network_interfaces"]:
         fact["network_interfaces"] = list(settings["network_interfaces"])

@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -364,3 +368,40 @@ def test_the_probe_tells_which_ssh_the_launch_script_would_run(tmp_path, monkeyp
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     (wrapper_dir / "ssh").unlink()
     assert probe.ssh_found(str(wrapper_dir / "ssh")) == ""
+
+
+# What runs with the image's python3 and needs no Horovod or framework: the oldest Python the role
+# supports there is 3.7 (roles/horovod_launch/README.md, "Horovod releases").
+CONTAINER_SCRIPTS = ["horovod_probe.py", "horovod_run.py", "horovod_discover.py", "horovod_progress.py"]
+OLDEST_CONTAINER_PYTHON = (3, 7)
+
+
+@pytest.mark.parametrize("name", CONTAINER_SCRIPTS)
+def test_the_container_scripts_are_python_3_7_syntax(name):
+    ast.parse((FILES / name).read_text(), feature_version=OLDEST_CONTAINER_PYTHON)
+
+
+@functools.cache
+def _oldest_python() -> str | None:
+    """A Python 3.7 that runs here (pyenv's on the development machine: its shim on PATH refuses a
+    version that is not the global one), else None."""
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.7*/bin/python3.7")))
+    candidates += [shutil.which("python3.7") or ""]
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", ""], capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(_oldest_python() is None, reason="no Python 3.7 here (pyenv install 3.7)")
+@pytest.mark.parametrize("name", CONTAINER_SCRIPTS)
+def test_the_container_scripts_load_on_python_3_7(name):
+    # Module-level code runs (a subscripted builtin, importlib.metadata without its fallback fail here);
+    # the probe also runs whole.
+    code = f"import runpy; runpy.run_path({str(FILES / name)!r}, run_name='loaded')"
+    subprocess.run([_oldest_python(), "-c", code], check=True, capture_output=True, timeout=60)
+    if name == "horovod_probe.py":
+        out = subprocess.run(
+            [_oldest_python(), str(FILES / name)], check=True, capture_output=True, text=True, timeout=60
+        )
+        assert json.loads(out.stdout)["horovod_version"] == ""

@@ -32,10 +32,12 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
+from typing import Tuple  # noqa: UP035 - see Marker
 
 SIOCGIFADDR = 0x8915
-Marker = tuple[str, str]  # (path of a marker file, the token it holds)
+# (path of a marker file, the token it holds). typing.Tuple: this runs with the image's python3, which may be
+# 3.7 (a subscripted builtin is 3.9's).
+Marker = Tuple[str, str]  # noqa: UP006
 # Where the answer of `horovodrun --check-build` is kept, in the container (a new container, from a
 # new image, starts without it).
 CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
@@ -137,8 +139,20 @@ def processes() -> list[dict[str, object]]:
 
 
 def horovod_version() -> str:
+    """The installed Horovod's version, "" without one: importlib.metadata from Python 3.8, setuptools'
+    pkg_resources before it."""
+    package = "horovod"
     try:
-        return metadata.version("horovod")
+        from importlib import metadata  # noqa: PLC0415 - Python 3.8
+    except ImportError:
+        import pkg_resources  # noqa: PLC0415 - Python 3.7 images
+
+        try:
+            return pkg_resources.get_distribution(package).version
+        except pkg_resources.DistributionNotFound:
+            return ""
+    try:
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return ""
 

@@ -5,6 +5,9 @@ its name and horovodrun's command line, the report of how it went, and the pin o
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.filter.horovod_launch import FilterModule
@@ -50,6 +53,7 @@ GIVEN = {
     "timeout": 0,
     "poll_interval": 15,
     "tail_lines": 40,
+    "horovod_version": "0.28.1",
 }
 COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
 RUN_DIR = "/data1/artifacts/runs/r1"
@@ -299,6 +303,78 @@ def test_the_run_needs_every_given_value():
     for key in m.RUN_KEYS:
         with pytest.raises(ValueError, match=f"missing {key}"):
             m.run(m.plan(PLAN_INPUTS), {k: v for k, v in GIVEN.items() if k != key})
+
+
+# The options of horovodrun's parser at each release from 0.18.2, read from Horovod's repository at each tag
+# (tools/horovodrun_options.py).
+HOROVODRUN_OPTIONS = json.loads(
+    (Path(__file__).resolve().parents[2] / "fixtures" / "horovodrun_options.json").read_text()
+)
+
+
+@pytest.mark.parametrize("version", sorted(HOROVODRUN_OPTIONS))
+@pytest.mark.parametrize(
+    "inputs",
+    [{}, {"controller": "mpi", "np": 1}, {"elastic": True, "min_np": 2}],
+    ids=["gloo", "mpi-one-rank", "elastic"],
+)
+def test_every_option_on_the_command_line_is_one_its_horovodrun_has(version, inputs):
+    """Each release the preflight lets through gets only options its own parser defines (the interfaces
+    found by the preflight: one before 0.20, which takes no list)."""
+    nics = ["eth0"] if m.release(version) < m.NIC_LIST_OPTION else ["eth0", "ib0"]
+    problems = m.release_problems(version, bool(inputs.get("elastic")), [], "master")
+    if problems:
+        assert m.release(version) < m.ELASTIC and inputs.get("elastic")
+        return
+    argv = run_of({**inputs, "env": {}, "command": ["train"]}, horovod_version=version, nics=nics)["argv"]
+    options = [word for word in argv[1 : argv.index("train")] if word.startswith("-")]
+    assert set(options) <= set(HOROVODRUN_OPTIONS[version]), (version, options)
+
+
+@pytest.mark.parametrize(
+    ("version", "nics", "expected"),
+    [
+        ("0.18.2", ["eth0"], ["-p", "12345", "--start-timeout", "60", "--gloo", "--output-filename"]),
+        (
+            "0.19.0",
+            ["eth0"],
+            ["-p", "12345", "--start-timeout", "60", "--gloo", "--network-interface", "eth0", "--output-filename"],
+        ),
+        ("0.20.0", ["eth0", "ib0"], [*COMMON, "--network-interface", "eth0,ib0", "--output-filename"]),
+        ("0.24.3", ["eth0", "ib0"], [*COMMON, "--network-interface", "eth0,ib0", "--output-filename"]),
+        ("0.25.0", ["eth0", "ib0"], [*COMMON, "--network-interfaces", "eth0,ib0", "--output-filename"]),
+        ("v0.28.1", ["eth0"], [*COMMON, "--network-interfaces", "eth0", "--output-filename"]),
+    ],
+)
+def test_the_command_line_follows_the_release_in_the_container(version, nics, expected):
+    # Before 0.20 the identity is the ssh client configuration's; before 0.19 horovodrun finds the
+    # interfaces itself (an interface found by the preflight is then not passed).
+    argv = run_of({"env": {}, "command": ["train"]}, horovod_version=version, nics=nics)["argv"]
+    assert argv[argv.index("-p") : argv.index("--output-filename") + 1] == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "elastic", "nics", "problem"),
+    [
+        ("0.28.1", True, ["eth0", "ib0"], None),
+        ("0.18.2", False, [], None),
+        ("0.24.0", True, [], None),
+        ("0.18.1", False, [], "the oldest release this role launches is 0.18.2"),
+        ("0.16.4", False, [], "the oldest release this role launches is 0.18.2"),
+        ("0.23.0", True, [], "horovod_launch_elastic needs Horovod 0.24.0 or newer"),
+        ("0.18.2", False, ["eth0"], "takes no network interface"),
+        ("0.19.5", False, ["eth0", "ib0"], "takes one network interface"),
+        ("0.19.5", False, ["eth0"], None),
+        ("", False, [], "not a Horovod release"),
+        ("master", False, [], "not a Horovod release"),
+    ],
+)
+def test_a_release_that_cannot_run_what_was_asked_is_refused_naming_the_setting(version, elastic, nics, problem):
+    found = m.release_problems(version, elastic, nics, "master (the container 'horovod')")
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and problem in found[0] and found[0].startswith("master (the container 'horovod'): ")
 
 
 def end(rc: int, **more: object) -> dict:

@@ -56,6 +56,7 @@ SETTINGS_OK: dict[str, Any] = {
         "total_slots": 4,
         "h": "10.0.0.1:1,10.0.0.2:2,10.0.0.3:1",
         "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
+        "elastic": False,
     },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
 }
@@ -202,6 +203,11 @@ BREAKS: dict[str, tuple[Callable[[dict[str, Any]], Any], dict[str, Any]]] = {
         {},
     ),
     "small shm": (lambda rep: remote(rep, "node-c", shm_bytes=64 << 20), {}),
+    "elastic on 0.19": (
+        lambda rep: rep["check_build"].update(stdout=CHECK_BUILD.replace("v0.28.1", "v0.19.5")),
+        {"plan": SETTINGS_OK["plan"] | {"elastic": True}},
+    ),
+    "too old": (lambda rep: rep["check_build"].update(stdout=CHECK_BUILD.replace("v0.28.1", "v0.16.4")), {}),
 }
 
 
@@ -247,6 +253,11 @@ def broken(case: str) -> tuple[dict[str, Any], dict[str, Any]]:
         ("address on docker0", "node-b: its address 10.0.0.2 is on docker0, which is never chosen automatically"),
         ("names differ", "different names (node-a: eth0, node-b: eth0, node-c: ens5)"),
         ("small shm", "node-c: /dev/shm in its container is 64.00 MB, less than horovod_launch_min_shm_size (1G)"),
+        (
+            "elastic on 0.19",
+            "node-a (the container 'horovod'): horovod_launch_elastic needs Horovod 0.24.0 or newer",
+        ),
+        ("too old", "node-a (the container 'horovod'): the image runs Horovod 0.16.4; the oldest release"),
     ],
 )
 def test_each_broken_case_is_named_with_its_fix(case, expected):
@@ -280,6 +291,18 @@ def test_a_master_whose_horovodrun_would_not_run_the_ssh_wrapper_is_refused(foun
     [problem] = judge(rep)["problems"]
     assert problem.startswith(f"node-a: horovodrun in the container 'horovod' would run {found or 'no ssh'} instead")
     assert "/root/.ssh/bin/ssh" in problem and "ssh_trust" in problem
+
+
+def test_the_version_the_command_line_is_built_for_is_horovodruns_own():
+    # The package metadata may be absent (Horovod built from source); horovodrun --check-build names its
+    # release as the parser the command line must fit.
+    rep = report()
+    rep["local"]["horovod_version"] = ""
+    for entry in rep["remotes"]:
+        entry["stdout"] = json.dumps(json.loads(entry["stdout"]) | {"horovod_version": ""})
+    rep["check_build"]["stdout"] = CHECK_BUILD.replace("v0.28.1", "v0.19.5")
+    result = judge(rep)
+    assert result["problems"] == [] and result["fact"]["horovod_version"] == "0.19.5"
 
 
 def test_named_interfaces_are_used_as_given():
