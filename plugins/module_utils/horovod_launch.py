@@ -20,6 +20,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_hosts
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import failed_rank
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 
 # The run's environment (horovod_launch_env, which may hold secrets) lives outside the share, readable by
 # root only, in every node's container at this path while the run lasts: the launch script copies the
@@ -513,14 +514,75 @@ def code_ref_kind(ls_remote: str, version: str) -> str:
     return "branch" if branch else "missing"
 
 
-def code_ref(ls_remote: Any, version: Any, repo: Any = "", allow_branch: Any = False) -> dict[str, str]:
+def remote_tag_commit(ls_remote: str, version: str) -> str:
+    """The commit the tag `version` points to in the output of ``git ls-remote`` (an annotated tag's
+    peeled ``^{}`` line first); "" when it has no such tag."""
+    name = version if version.startswith("refs/tags/") else f"refs/tags/{version}"
+    commits = {}
+    for line in ls_remote.splitlines():
+        commit, _sep, ref = line.partition("\t")
+        commits[ref.strip()] = commit.strip()
+    return commits.get(name + "^{}") or commits.get(name, "")
+
+
+def checkout_problem(checkout: Mapping[str, Any], ls_remote: str, kind: str, given: Mapping[str, Any]) -> str:
+    """What stops the checkout of horovod_launch_code_repo into horovod_launch_code_dest, from what the
+    directory holds (the module code_checkout_info): "" for a new or empty directory, or a checkout of that
+    repository whose tag `version` is where the repository has it (or `force`). `given`: repo, version,
+    dest, force."""
+    repo, version, dest = str(given["repo"]), str(given["version"]), str(given["dest"])
+    if not checkout["exists"] or (checkout["is_dir"] and not checkout["entries"]):
+        return ""
+    name = str(strip_slash(repo)).rsplit("/", 1)[-1].removesuffix(".git") or "code"
+    base = str(strip_slash(dest))
+    elsewhere = f"{base}-{name}" if not base.endswith(name) else f"{base}-2"
+    own = (
+        f"Each repository needs a directory of its own: set horovod_launch_code_dest to a new or empty one "
+        f"(e.g. {elsewhere})"
+    )
+    if not checkout["is_dir"]:
+        return f"horovod_launch_code_dest ({dest}) is a file, not a directory. {own}."
+    if not checkout["git"]:
+        return (
+            f"horovod_launch_code_dest ({dest}) holds {checkout['entries']} entries but no git checkout, so "
+            f"{repo} cannot be checked out there. {own}, or empty this one."
+        )
+    origin = str(checkout.get("origin") or "")
+    # ansible.builtin.git clones a path as file://PATH, and takes that origin for the same repository.
+    if origin and origin not in (repo, f"file://{repo}"):
+        return (
+            f"horovod_launch_code_dest ({dest}) is a checkout of {origin}, not of horovod_launch_code_repo "
+            f"({repo}). {own}; if it is the same repository at a new address, remove {dest} first."
+        )
+    had, has = str(checkout.get("tag_commit") or ""), remote_tag_commit(ls_remote, version)
+    if kind == "tag" and had and has and had != has and not boolean(given["force"], strict=True):
+        return (
+            f"The tag {version} of {repo} points to {has}, but the checkout in {dest} has it at {had}: the tag "
+            f"was moved, so the code it names changed. Pin the commit you mean (horovod_launch_code_version: "
+            f"{has}, or {had}), or set horovod_launch_code_force: true to take the tag's new commit (it also "
+            "discards local changes in the checkout)."
+        )
+    return ""
+
+
+def code_ref(  # noqa: PLR0917 - the filter horovod_code_ref: Jinja passes its arguments by position
+    ls_remote: Any,
+    version: Any,
+    repo: Any = "",
+    allow_branch: Any = False,
+    checkout: Any = None,
+    dest: Any = "",
+    force: Any = False,
+) -> dict[str, str]:
     """``{kind, problem}`` of horovod_launch_code_version (:func:`code_ref_kind`); ``problem`` is empty for
-    a tag or a full commit id, and for a branch when `allow_branch`."""
+    a tag or a full commit id, and for a branch when `allow_branch`, and then, given what the directory
+    `dest` holds (`checkout`), what :func:`checkout_problem` finds."""
     if not isinstance(ls_remote, str) or not isinstance(version, str):
         raise ValueError("horovod_code_ref: expects the text of git ls-remote and a ref name")
     kind = code_ref_kind(ls_remote, version)
     if kind in ("tag", "commit") or (kind == "branch" and boolean(allow_branch, strict=True)):
-        return {"kind": kind, "problem": ""}
+        found = {"repo": repo, "version": version, "dest": dest, "force": force}
+        return {"kind": kind, "problem": checkout_problem(checkout, ls_remote, kind, found) if checkout else ""}
     how = REF_PROBLEMS[kind].format(ref=version)
     hint = ", or set horovod_launch_code_allow_branch: true to follow the branch" if kind == "branch" else ""
     problem = (

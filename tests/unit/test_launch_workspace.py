@@ -113,3 +113,55 @@ def test_submodules_are_fetched_only_when_asked(tmp_path, origin):
     rc, out = workspace(tmp_path, origin, "v1", horovod_launch_code_recursive=True)
     assert rc != 0
     assert "127.0.0.1:9/gloo.git" in out, out
+
+
+def small_repo(path: Path, text: str) -> Path:
+    """A repository with train.py holding `text`, tagged v1."""
+    path.mkdir()
+    git(path, "init", "--quiet", "--initial-branch=main")
+    (path / "train.py").write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "--quiet", "-m", "v1")
+    git(path, "tag", "v1")
+    return path
+
+
+def test_a_second_repository_in_the_same_directory_is_refused_before_git_runs(tmp_path, origin):
+    assert workspace(tmp_path, origin, "v1")[0] == 0
+    other = small_repo(tmp_path / "other", "print('other')\n")
+    rc, out = workspace(tmp_path, other, "v1")
+    assert rc != 0
+    code = tmp_path / "code"
+    assert f"horovod_launch_code_dest ({code}) is a checkout of file://{origin}, not of" in out
+    assert f"not of horovod_launch_code_repo ({other})" in out
+    assert f"set horovod_launch_code_dest to a new or empty one (e.g. {code}-other)" in out
+    assert (code / "train.py").read_text() == "print('v1')\n"
+
+
+def test_a_directory_with_other_files_is_refused_and_left_as_it_is(tmp_path, origin):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "notes.txt").write_text("mine\n")
+    rc, out = workspace(tmp_path, origin, "v1")
+    assert rc != 0
+    assert f"horovod_launch_code_dest ({code}) holds 1 entries but no git checkout" in out, out
+    assert [p.name for p in code.iterdir()] == ["notes.txt"]
+
+
+def test_a_tag_that_moved_is_refused_naming_both_commits_unless_forced(tmp_path):
+    repo = small_repo(tmp_path / "moving", "print('first')\n")
+    assert workspace(tmp_path, repo, "v1")[0] == 0
+    first = git(repo, "rev-parse", "v1^{commit}")
+    assert workspace(tmp_path, repo, "v1")[0] == 0  # the same tag again: nothing to refuse
+    (repo / "train.py").write_text("print('second')\n")
+    git(repo, "commit", "--quiet", "-am", "second")
+    git(repo, "tag", "--force", "v1")
+    second = git(repo, "rev-parse", "v1^{commit}")
+    rc, out = workspace(tmp_path, repo, "v1")
+    assert rc != 0
+    assert f"The tag v1 of {repo} points to {second}, but the checkout in {tmp_path / 'code'} has it at {first}" in out
+    assert "horovod_launch_code_force: true" in out
+    assert (tmp_path / "code" / "train.py").read_text() == "print('first')\n"
+    rc, out = workspace(tmp_path, repo, "v1", horovod_launch_code_force=True)
+    assert rc == 0, out
+    assert (tmp_path / "code" / "train.py").read_text() == "print('second')\n"
