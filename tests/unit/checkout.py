@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -67,6 +70,19 @@ NEEDS_ANSIBLE_CLI = pytest.mark.skipif(
     not shutil.which("ansible") or importlib.util.find_spec("ansible.cli") is None,
     reason="needs the ansible command line (the controller), which ansible-test's module unit tests lack",
 )
+
+
+def run_module(name: str, args: dict[str, Any], check: bool = False) -> dict[str, Any]:
+    """The result of ``ansible localhost -m multinode.horovod.NAME -a ARGS`` (a local connection, this
+    Python), checked to have succeeded; with `check`, in check mode. For NEEDS_ANSIBLE_CLI tests."""
+    done = subprocess.run(
+        ["ansible", "localhost", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
+         "-m", f"multinode.horovod.{name}", "-a", json.dumps(args), "-o", *(["--check"] if check else [])],
+        cwd=REPO, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1"),
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.split(" => ", 1)[1])
 
 
 def load(relpath: str, name: str) -> ModuleType:

@@ -6,17 +6,14 @@ decision it feeds (plugins/module_utils/horovod_launch.py, checkout_problem)."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch as m
 from ansible_collections.multinode.horovod.plugins.modules import code_checkout_info as info
-from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI
+from checkout import NEEDS_ANSIBLE_CLI, run_module
 
 A, B = "a" * 40, "b" * 40
 
@@ -110,27 +107,7 @@ def test_the_module_reads_a_checkout_through_ansible(tmp_path: Path, check: bool
     subprocess.run([*run, "tag", "-a", "-m", "v1", "v1"], check=True)
     subprocess.run([*run, "remote", "add", "origin", "https://git.example/team/train.git"], check=True)
     commit = subprocess.run([*run, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    done = subprocess.run(
-        [
-            "ansible",
-            "localhost",
-            "-m",
-            "multinode.horovod.code_checkout_info",
-            "-a",
-            json.dumps({"path": str(repo), "version": "v1"}),
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-o",
-            *(["--check"] if check else []),
-        ],
-        env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1"),
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    answer = json.loads(done.stdout.split(" => ", 1)[1])
+    answer = run_module("code_checkout_info", {"path": str(repo), "version": "v1"}, check)
     assert {k: answer[k] for k in ("exists", "is_dir", "git", "origin", "tag_commit", "changed")} == {
         "exists": True,
         "is_dir": True,

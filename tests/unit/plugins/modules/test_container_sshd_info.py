@@ -8,11 +8,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI, REPO, load
+from checkout import NEEDS_ANSIBLE_CLI, load, run_module
 
 m = load("plugins/modules/container_sshd_info.py", "container_sshd_info")
 
@@ -120,13 +119,6 @@ def test_host_keys_derive_the_public_key_of_each_key_that_loads(tmp_path):
 def test_the_module_runs_through_ansible(tmp_path):
     keygen(tmp_path / "ssh_host_ed25519_key", "ed25519")
     args = json.dumps({"port": 1, "container_pid": 0, "key_dir": str(tmp_path)})
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(
-        ["ansible", "localhost", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
-         "-m", "multinode.horovod.container_sshd_info", "-a", args, "--check", "-o"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.split(" => ", 1)[1])
+    result = run_module("container_sshd_info", json.loads(args), check=True)
     assert result["changed"] is False and result["port_users"] == []
     assert list(result["host_keys"]) == [str(tmp_path / "ssh_host_ed25519_key")]

@@ -6,15 +6,11 @@ and output; once through `ansible localhost -m`, in check mode too."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_run as r
-from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI
+from checkout import NEEDS_ANSIBLE_CLI, run_module
 
 GLOO_FAILURE = """\
 [1]<stdout>:rank 1 ok
@@ -153,27 +149,7 @@ def test_an_elastic_runs_host_sets(tmp_path: Path) -> None:
 def test_the_module_reads_a_run_through_ansible(tmp_path: Path, check: bool, rc: str) -> None:
     # A failed run is read without failing the task (Ansible fails one whose result has an rc but 0).
     directory = run_dir(tmp_path, {"started": "1", "finished": "4", "rc": rc})
-    done = subprocess.run(
-        [
-            "ansible",
-            "localhost",
-            "-m",
-            "multinode.horovod.horovod_run_info",
-            "-a",
-            json.dumps({"path": str(directory), "launchers": []}),
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-o",
-            *(["--check"] if check else []),
-        ],
-        env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1"),
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    answer = json.loads(done.stdout.split(" => ", 1)[1])
+    answer = run_module("horovod_run_info", {"path": str(directory), "launchers": []}, check)
     assert (answer["state"], answer["exit_status"], answer["duration_s"]) == (
         "finished" if rc == "0" else "failed",
         int(rc),

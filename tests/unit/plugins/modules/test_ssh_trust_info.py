@@ -10,12 +10,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from checkout import COLLECTIONS, NEEDS_ANSIBLE_CLI, REPO, load
+from checkout import NEEDS_ANSIBLE_CLI, REPO, load, run_module
 
 m = load("plugins/modules/ssh_trust_info.py", "ssh_trust_info")
 FIXTURE = json.loads((REPO / "tests" / "unit" / "fixtures" / "ssh_trust_jinja.json").read_text())
@@ -221,14 +220,7 @@ def test_the_module_runs_through_ansible_in_check_mode(tmp_path):
     (tmp_path / "sshd").mkdir()
     (tmp_path / "sshd" / "ssh_host_ed25519_key.pub").write_text(f"{ED_A}\n* {ED_K}\n")
     args = {"host_key_dir": f"{tmp_path}/sshd", "ssh_dir": f"{tmp_path}/ssh", "key": f"{tmp_path}/ssh/id_ed25519"}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(
-        ["ansible", "localhost", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
-         "-m", "multinode.horovod.ssh_trust_info", "-a", json.dumps(args), "--check", "-o"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.split(" => ", 1)[1])
+    result = run_module("ssh_trust_info", args, check=True)
     assert result["changed"] is False and result["host_keys"] == []
     assert result["bad_host_keys"] == [
         f"{tmp_path}/sshd/ssh_host_ed25519_key.pub holds 2 lines, not one key on one line"
