@@ -314,7 +314,17 @@ def _result(run: Mapping[str, Any], started_now: bool, **more: Any) -> dict[str,
             "launcher_log": f"{run['dir']}/launcher.log", **more}  # fmt: skip
 
 
-def _running(run: Mapping[str, Any], started_now: bool, up: Mapping[str, Any]) -> dict[str, Any]:
+def follow_command(master: Mapping[str, Any], path: str) -> str:
+    """``ssh [-p PORT] [USER@]HOST tail -f PATH``: the master's log followed from the controller, with the
+    inventory's connection to the master (``host``, ``user``, ``port``)."""
+    user = f"{master['user']}@" if master.get("user") else ""
+    port = f" -p {master['port']}" if str(master.get("port") or 22) != "22" else ""
+    return f"ssh{port} {user}{master['host']} tail -f {shlex.quote(path)}"
+
+
+def _running(
+    run: Mapping[str, Any], started_now: bool, up: Mapping[str, Any], master: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The report of a run that goes on (horovod_launch_wait false), from horovod_run.py's ``up`` answer."""
     name, run_dir = run["name"], run["dir"]
     problem = ""
@@ -330,7 +340,12 @@ def _running(run: Mapping[str, Any], started_now: bool, up: Mapping[str, Any]) -
     lines = [
         f"Run {name} {'started' if started_now else 'runs'}: all {run['np']} ranks run on "
         f"{', '.join(dict.fromkeys(run['rank_hosts']))}; not waiting for it.",
-        f"follow it: tail -f {run_dir}/launcher.log (ranks: {run_dir}/rank.<N>/)",
+        (
+            f"follow it from here: {follow_command(master, f'{run_dir}/launcher.log')} "
+            f"(on {master['name']}; each rank's output: {run_dir}/rank.<N>/)"
+            if master
+            else f"follow it on the master: tail -f {run_dir}/launcher.log (ranks: {run_dir}/rank.<N>/)"
+        ),
         "all runs: ansible-playbook playbooks/status.yml -i INVENTORY",
         f"stop it: ansible-playbook playbooks/stop.yml -i INVENTORY -e horovod_run_name={name}",
     ]
@@ -428,13 +443,15 @@ def report(
     up: Mapping[str, Any] | None = None,
     end: Mapping[str, Any] | None = None,
     info: Mapping[str, Any] | None = None,
+    master: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{problem, result, lines, failure}`` of a run (the output of :func:`run`): with `up`, one that goes on;
-    with `end` and `info`, one that was waited for. ``problem`` (the run is not where it should be) stops the
-    role; ``result`` is horovod_launch_result, ``lines`` the summary, ``failure`` the failed run's message."""
+    """``{problem, result, lines, failure}`` of a run (the output of :func:`run`): with `up`, one that goes on
+    (with `master`, ``{name, host, user, port}``, how to follow it from the controller); with `end` and
+    `info`, one that was waited for. ``problem`` (the run is not where it should be) stops the role;
+    ``result`` is horovod_launch_result, ``lines`` the summary, ``failure`` the failed run's message."""
     started = boolean(started_now, strict=True)
     if up is not None:
-        return plain(_running(run, started, up))
+        return plain(_running(run, started, up, master))
     if end is None or info is None:
         raise ValueError("horovod_launch_report: give up, or end and info")
     return plain(_ended(run, started, end, info))

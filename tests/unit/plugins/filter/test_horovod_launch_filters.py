@@ -474,6 +474,22 @@ def test_a_run_that_goes_on_with_every_rank_up():
     assert report["lines"][3].endswith("-e horovod_run_name=r1")
 
 
+@pytest.mark.parametrize(
+    ("master", "command"),
+    [
+        ({"name": "master", "host": "10.0.0.1", "user": "root", "port": 22}, "ssh root@10.0.0.1 tail -f"),
+        ({"name": "master", "host": "gpu-a.example", "user": "", "port": "2222"}, "ssh -p 2222 gpu-a.example tail -f"),
+    ],
+)
+def test_a_run_that_goes_on_says_how_to_follow_it_from_the_controller(master, command):
+    up = {"state": "up", "ranks": [0, 1, 2, 3, 4, 5], "by_host": {}, "errors": {}}
+    line = m.report(run_of(), True, up=up, master=master)["lines"][1]
+    assert line == (
+        f"follow it from here: {command} /data1/artifacts/runs/r1/launcher.log (on master; each rank's output: "
+        "/data1/artifacts/runs/r1/rank.<N>/)"
+    )
+
+
 def test_a_run_whose_ranks_did_not_all_come_up_is_a_problem():
     up = {"state": "timeout", "ranks": [0, 1], "by_host": {"localhost": [0, 1]}, "errors": {"10.0.0.2": "rc 255"}}
     assert m.report(run_of(), False, up=up)["problem"] == (
