@@ -5,7 +5,7 @@ horovod_probe.py), turned into the problems that stop a run, each naming the hos
 preflight's result. Two stages, as a reader would fix them: what must hold before the nodes' reports can be
 read at all (Horovod in the image, the controller and frameworks, the ssh wrapper, one host per address,
 every node reachable), then what the reports say (the share seen in every container, unique hostnames,
-one Horovod, one image, the network interfaces, /dev/shm).
+one Horovod, one image, the network interfaces, /dev/shm, GPUs the image's frameworks can use).
 """
 
 from __future__ import annotations
@@ -286,19 +286,139 @@ def _shm(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> lis
     ]
 
 
+ARCH_RE = re.compile(r"^(?:(?P<kind>sm|compute)_)?(?P<major>[0-9]+?)\.?(?P<minor>[0-9])$")
+DOCS_IMAGES = "docs/images.md of multinode.horovod"
+
+
+def compute_capability(text: object) -> tuple[int, int] | None:
+    """(major, minor) of a compute capability as nvidia-smi ("9.0") or a build ("sm_90") writes it."""
+    match = ARCH_RE.match(str(text or "").strip())
+    return (int(match.group("major")), int(match.group("minor"))) if match else None
+
+
+def runs_on(capability: tuple[int, int], arch_list: Sequence[str]) -> bool:
+    """Whether code built for `arch_list` runs on a GPU of `capability`: a cubin (sm_XY) runs on GPUs of
+    its major version from its minor up; PTX (compute_XY) is compiled by the driver for any GPU from XY
+    on."""
+    for arch in arch_list:
+        built = compute_capability(arch)
+        if built is None:
+            continue
+        ptx = str(arch).startswith("compute_")
+        if (ptx and built <= capability) or (built[0] == capability[0] and built[1] <= capability[1]):
+            return True
+    return False
+
+
+def _cuda(text: object) -> tuple[int, int] | None:
+    match = re.match(r"^([0-9]+)\.([0-9]+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def driver_runs(driver: tuple[int, int], runtime: tuple[int, int]) -> bool:
+    """Whether a driver supporting CUDA `driver` runs a CUDA `runtime`: from CUDA 11 on, any driver of the
+    same major release does (minor version compatibility); before it, the driver must be as new."""
+    if runtime[0] >= 11:
+        return driver[0] >= runtime[0]
+    return driver >= runtime
+
+
+def _gpu_problems(node: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    read = node["probe"].get("gpus") or {}
+    devices = read.get("devices") or []
+    if not devices:
+        return []
+    name, image = node["name"], s["master_image"]
+    fix = (
+        f"Use an image built for these GPUs (docker_horovod_image; {DOCS_IMAGES} says which run where, with a "
+        "recipe for Hopper-class GPUs)"
+    )
+    problems = []
+    if int(node["slots"]) > len(devices):
+        problems.append(
+            f"{name}: its container sees {len(devices)} GPU(s) but the host has {node['slots']} slots; every rank "
+            f"needs a GPU of its own. Set horovod_slots for {name} to {len(devices)} or fewer, or give its "
+            "container the GPUs (docker_horovod recreates it with every GPU the driver lists)."
+        )
+    driver = _cuda(read.get("driver_cuda"))
+    for framework, built in sorted((read.get("frameworks") or {}).items()):
+        if framework not in s["required_frameworks"]:
+            continue
+        what = f"{framework} {built.get('version', '')}".strip()
+        if built.get("error"):
+            problems.append(
+                f"{name}: reading which GPUs {framework} in its container was built for failed: "
+                f"{_text(built['error'], 300)}. Check that the image {image} runs {framework} (python3 -c "
+                f"'import {'torch' if framework == 'pytorch' else framework}' in the container)."
+            )
+            continue
+        runtime = _cuda(built.get("cuda"))
+        if runtime is None:
+            problems.append(
+                f"{name}: its container sees {len(devices)} GPU(s) but {what} in the image {image} is built "
+                f"without CUDA, so the run would not use them. {fix}."
+            )
+            continue
+        if driver is not None and not driver_runs(driver, runtime):
+            problems.append(
+                f"{name}: {what} in the image {image} needs CUDA {built['cuda']}, but the NVIDIA driver there "
+                f"supports CUDA {read.get('driver_cuda')} at most. Install a newer driver on {name}, or use an "
+                f"image built for CUDA {read.get('driver_cuda')} or older (docker_horovod_image)."
+            )
+            continue
+        arch_list = built.get("arch_list") or []
+        if not arch_list or not int(built.get("device_count") or 0):
+            problems.append(
+                f"{name}: its container sees {len(devices)} GPU(s) but {what} (CUDA {built['cuda']}) in the image "
+                f"{image} cannot use any (no GPU available to it; NVIDIA driver: CUDA "
+                f"{read.get('driver_cuda') or 'unknown'}). Check the driver and the container's GPU runtime "
+                "(docker_horovod), or use an image built for this driver."
+            )
+            continue
+        for device in devices:
+            capability = compute_capability(device.get("compute_cap"))
+            if capability is not None and not runs_on(capability, arch_list):
+                problems.append(
+                    f"{name}: GPU {device.get('index')} ({device.get('name')}, compute capability "
+                    f"{device.get('compute_cap')}) cannot run {what} (CUDA {built['cuda']}) in the image {image}, "
+                    f"which is built for {', '.join(map(str, arch_list))}; the run would stop with 'no kernel "
+                    f"image is available for execution on the device'. {fix}."
+                )
+    return problems
+
+
+def _gpu_summary(node: Mapping[str, Any]) -> str:
+    read = node["probe"]["gpus"]
+    kinds: dict[str, int] = {}
+    for device in read["devices"]:
+        kind = f"{device.get('name')} ({device.get('compute_cap') or '?'})"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return (
+        f"{node['name']}: "
+        + ", ".join(f"{count} x {kind}" for kind, count in kinds.items())
+        + (f", driver CUDA {read['driver_cuda']}" if read.get("driver_cuda") else "")
+    )
+
+
+def _gpus(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
+    """Where a container sees GPUs: a GPU per slot, and the image's frameworks built for the driver's CUDA
+    and for every GPU's compute capability."""
+    return [problem for node in nodes for problem in _gpu_problems(node, s)]
+
+
 def _shares(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     return [p for p in (_share_problem(node, s["share_dir"]) for node in nodes) if p]
 
 
 # What the nodes' reports say, in the order a reader would fix it.
-SECOND_STAGE = (_shares, _hostnames, _versions, _images, _named_interfaces, _found_interfaces, _shm)
+SECOND_STAGE = (_shares, _hostnames, _versions, _images, _named_interfaces, _found_interfaces, _shm, _gpus)
 
 
 def preflight(
     report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``{problems, fact, lines, busy, jobs}``: ``problems`` is empty when the run can start; ``fact`` is
-    horovod_launch_preflight (``hosts``: each host's name, address, slots, hostname, interface and running
+    horovod_launch_preflight (``hosts``: each host's name, address, slots, hostname, interface, GPUs and running
     jobs), ``lines`` its summary, ``busy`` the hosts where a job runs and ``jobs`` those jobs in one line."""
     missing = [key for key in SETTINGS if key not in settings]
     if missing:
@@ -348,6 +468,7 @@ def preflight(
                 "slots": n["slots"],
                 "hostname": n["probe"].get("hostname"),
                 "interface": n["interface"],
+                "gpus": len((n["probe"].get("gpus") or {}).get("devices") or []),
                 "jobs": jobs.jobs(n["probe"].get("processes") or [], settings["idle_patterns"]),
             }
             for n in nodes
@@ -368,4 +489,7 @@ def preflight(
         "hostnames: " + ", ".join(f"{h['name']} = {h['hostname']}" for h in fact["hosts"]),
         f"running jobs: {result['jobs'] or 'none'}",
     ]
+    gpu_hosts = [n for n in nodes if (n["probe"].get("gpus") or {}).get("devices")]
+    if gpu_hosts:
+        result["lines"].append("GPUs: " + "; ".join(_gpu_summary(n) for n in gpu_hosts))
     return result

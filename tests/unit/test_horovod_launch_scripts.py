@@ -17,6 +17,7 @@ import time
 from types import ModuleType
 
 import pytest
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import preflight
 from checkout import REPO
 from checkout import load as load_path
 
@@ -405,3 +406,134 @@ def test_the_container_scripts_load_on_python_3_7(name):
             [_oldest_python(), str(FILES / name)], check=True, capture_output=True, text=True, timeout=60
         )
         assert json.loads(out.stdout)["horovod_version"] == ""
+
+
+# Stand-ins for what a GPU container has: nvidia-smi (its query and the header of its table) and a torch
+# that tells which GPUs and CUDA it was built for (torch 1.12.1+cu113 of horovod/horovod:0.28.1).
+FAKE_NVIDIA_SMI = """#!/bin/sh
+case "$*" in
+  *compute_cap*) [ -n "$NO_COMPUTE_CAP" ] && { echo 'Field "compute_cap" is not a valid field to query.'; exit 2; }
+                 printf '0, NVIDIA H100 80GB HBM3, 9.0\\n1, NVIDIA H100 80GB HBM3, 9.0\\n' ;;
+  *--query-gpu=index,name*) printf '0, NVIDIA H100 80GB HBM3\\n1, NVIDIA H100 80GB HBM3\\n' ;;
+  "") echo '| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |' ;;
+  *) exit 9 ;;
+esac
+"""
+FAKE_TORCH = """__version__ = "1.12.1+cu113"
+class version:
+    cuda = "11.3"
+class cuda:
+    @staticmethod
+    def is_available():
+        return True
+    @staticmethod
+    def device_count():
+        return 2
+    @staticmethod
+    def get_arch_list():
+        return ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+"""
+
+
+CHECK_BUILD_TORCH = (
+    "Horovod v0.28.1:\n\nAvailable Frameworks:\n    [X] PyTorch\n\nAvailable Controllers:\n    [X] Gloo\n"
+)
+
+
+def gpu_container(tmp_path, monkeypatch, nvidia_smi=FAKE_NVIDIA_SMI):
+    bin_dir, site = tmp_path / "bin", tmp_path / "site"
+    bin_dir.mkdir()
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    if nvidia_smi:
+        (bin_dir / "nvidia-smi").write_text(nvidia_smi)
+        (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+
+
+def test_probe_reads_the_gpus_and_what_the_framework_was_built_for(tmp_path, monkeypatch):
+    gpu_container(tmp_path, monkeypatch)
+    read = probe.gpus(["pytorch"])
+    assert read == {
+        "devices": [
+            {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"},
+            {"index": 1, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"},
+        ],
+        "driver_cuda": "12.4",
+        "frameworks": {
+            "pytorch": {
+                "version": "1.12.1+cu113",
+                "cuda": "11.3",
+                "arch_list": ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"],
+                "device_count": 2,
+            }
+        },
+        "error": "",
+    }
+
+
+def test_probe_reads_gpus_without_compute_capability_from_an_old_driver(tmp_path, monkeypatch):
+    gpu_container(tmp_path, monkeypatch)
+    monkeypatch.setenv("NO_COMPUTE_CAP", "1")
+    read = probe.gpus([])
+    assert [(d["index"], d["name"], d["compute_cap"]) for d in read["devices"]] == [
+        (0, "NVIDIA H100 80GB HBM3", ""),
+        (1, "NVIDIA H100 80GB HBM3", ""),
+    ]
+    assert read["frameworks"] == {} and read["error"] == ""
+
+
+def test_probe_reads_no_framework_without_a_gpu(tmp_path, monkeypatch):
+    gpu_container(tmp_path, monkeypatch, nvidia_smi="")
+    assert probe.gpus(["pytorch"]) == {"devices": [], "driver_cuda": "", "frameworks": {}, "error": ""}
+
+
+def test_probe_reports_a_framework_it_cannot_import(tmp_path, monkeypatch):
+    gpu_container(tmp_path, monkeypatch)
+    read = probe.gpus(["tensorflow"])
+    assert "No module named 'tensorflow'" in read["frameworks"]["tensorflow"]["error"]
+
+
+def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_path, monkeypatch):
+    # The probe as the role runs it, with the fakes, judged by the preflight: the run is refused
+    # before it starts, naming the host, the GPU and the fix.
+    gpu_container(tmp_path, monkeypatch)
+    code = (FILES / "horovod_probe.py").read_text()
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--address", "127.0.0.1", "--path", "/", "--gpu-framework=pytorch"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    local = json.loads(out.stdout)
+    report = {
+        "check_build": {"rc": 0, "stdout": CHECK_BUILD_TORCH, "stderr": ""},
+        "ssh": "/root/.ssh/bin/ssh",
+        "local": local,
+        "local_names": ["gpu-1"],
+        "remotes": [],
+    }
+    settings = {
+        "container": "horovod",
+        "ssh_port": 12345,
+        "identity_file": "/root/.ssh/id_ed25519",
+        "controller": "gloo",
+        "required_frameworks": [],
+        "network_interfaces": [],
+        "never_auto_nics": ["lo", "docker0"],
+        "min_shm_size": "0",
+        "min_shm_bytes": 0,
+        "idle_patterns": [],
+        "share_dir": "/",
+        "master_image": "sha256:horovod-0.28.1",
+        "plan": {"np": 2, "total_slots": 2, "h": "127.0.0.1:2", "other_image_ids": {}, "elastic": False},
+        "ssh_wrapper": "/root/.ssh/bin/ssh",
+    }
+    hosts = [{"name": "gpu-1", "address": "127.0.0.1", "slots": 2}]
+    assert preflight(report, hosts, "gpu-1", settings)["problems"] == []  # pytorch not required: not judged
+    problems = preflight(report, hosts, "gpu-1", {**settings, "required_frameworks": ["pytorch"]})["problems"]
+    assert [p.split(" cannot run ")[0] for p in problems] == [
+        "gpu-1: GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
+        "gpu-1: GPU 1 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
+    ]

@@ -7,8 +7,9 @@ hosts are this one and probes every other host's container at once over the pinn
 with this code on stdin there), after writing a marker with a fresh token into each shared directory that
 every container must read back. It reports the hostname, Horovod's version, the IPv4 addresses per
 interface and which interface holds each host's address, /dev/shm, missing directories, the horovodrun
-launchers and every other process (values of NAME=value words hidden), and with ``--check-build`` what
-``horovodrun --check-build`` printed (kept in CHECK_BUILD_CACHE until the installed packages change).
+launchers and every other process (values of NAME=value words hidden), the GPUs the container sees (and,
+when it sees any, which GPUs and CUDA each ``--gpu-framework`` was built for), and with ``--check-build``
+what ``horovodrun --check-build`` printed (kept in CHECK_BUILD_CACHE until the installed packages change).
 Python's standard library suffices; the judgement is plugins/module_utils/horovod_preflight.py's.
 """
 
@@ -41,6 +42,32 @@ Marker = Tuple[str, str]  # noqa: UP006
 # Where the answer of `horovodrun --check-build` is kept, in the container (a new container, from a
 # new image, starts without it).
 CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
+
+# What nvidia-smi tells of each GPU the container sees (compute_cap: drivers from 510 on), and the CUDA
+# version the driver supports, which only its table's header shows.
+NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=index,name,compute_cap", "--format=csv,noheader"]
+DRIVER_CUDA_RE = re.compile(r"CUDA Version:\s*([0-9]+\.[0-9]+)")
+# Which GPUs and CUDA a framework in the image was built for, read in a python3 of its own (importing a
+# framework takes seconds and memory this probe does not keep). torch.cuda.get_arch_list() is empty when
+# CUDA cannot start (a driver too old for the runtime).
+FRAMEWORK_GPU_CODE = {
+    "pytorch": (
+        "import json, torch\n"
+        "c = torch.cuda\n"
+        "n = c.device_count() if c.is_available() else 0\n"
+        "print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda or '',"
+        " 'arch_list': list(c.get_arch_list()) if n else [], 'device_count': n}))\n"
+    ),
+    "tensorflow": (
+        "import json, tensorflow as tf\n"
+        "b = dict(tf.sysconfig.get_build_info())\n"
+        "print(json.dumps({'version': tf.__version__,"
+        " 'cuda': str(b.get('cuda_version') or '') if b.get('is_cuda_build') else '',"
+        " 'arch_list': [str(a) for a in b.get('cuda_compute_capabilities') or []],"
+        " 'device_count': len(tf.config.list_physical_devices('GPU'))}))\n"
+    ),
+}
+GPU_READ_TIMEOUT = 120
 
 # The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
 # environment (which may hold secrets) on its ranks' command lines. The same pattern as
@@ -178,7 +205,58 @@ def marker_state(path: str, token: str) -> str:
         os.close(fd)
 
 
-def probe(addresses: list[str], paths: list[str], markers: Sequence[Marker] = ()) -> dict[str, object]:
+def _run(argv: list[str], timeout: float) -> tuple[int, str, str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, "", str(exc)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def gpus(frameworks: Sequence[str] = ()) -> dict[str, object]:
+    """The GPUs this container sees (``devices``: index, name, compute capability), the CUDA version the
+    driver supports and, when there is a GPU, what each of `frameworks` was built for (``frameworks``:
+    version, cuda, arch_list, device_count, or error). No nvidia-smi: no GPU, nothing else is read."""
+    result: dict[str, object] = {"devices": [], "driver_cuda": "", "frameworks": {}, "error": ""}
+    if not shutil.which("nvidia-smi"):
+        return result
+    rc, out, err = _run(NVIDIA_SMI_QUERY, 60)
+    if rc != 0 and "compute_cap" in out + err:
+        # A driver older than 510 cannot tell the compute capability: the GPUs without it.
+        rc, out, err = _run([NVIDIA_SMI_QUERY[0], "--query-gpu=index,name", *NVIDIA_SMI_QUERY[2:]], 60)
+        out = "".join(f"{line}, \n" for line in out.splitlines() if line.strip())
+    if rc != 0:
+        result["error"] = " ".join((err or out).split())[:300] or f"nvidia-smi exited {rc}"
+        return result
+    devices = []
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 3 and fields[0].isdigit():
+            devices.append({"index": int(fields[0]), "name": fields[1], "compute_cap": fields[2]})
+    result["devices"] = devices
+    if not devices:
+        return result
+    match = DRIVER_CUDA_RE.search(_run(["nvidia-smi"], 60)[1])
+    result["driver_cuda"] = match.group(1) if match else ""
+    read: dict[str, object] = {}
+    for framework in frameworks:
+        code = FRAMEWORK_GPU_CODE.get(framework)
+        if code is None:
+            continue
+        rc, out, err = _run([sys.executable, "-c", code], GPU_READ_TIMEOUT)
+        try:
+            read[framework] = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None
+        except (ValueError, IndexError):
+            read[framework] = None
+        if read[framework] is None:
+            read[framework] = {"error": " ".join((err or out).split())[-300:] or f"exited {rc}"}
+    result["frameworks"] = read
+    return result
+
+
+def probe(
+    addresses: list[str], paths: list[str], markers: Sequence[Marker] = (), frameworks: Sequence[str] = ()
+) -> dict[str, object]:
     interfaces = interface_addresses()
     holders = {ip: name for name, ips in sorted(interfaces.items(), reverse=True) for ip in ips}
     resolved = {address: resolve(address) for address in addresses}
@@ -194,6 +272,7 @@ def probe(addresses: list[str], paths: list[str], markers: Sequence[Marker] = ()
         "launchers": launcher_processes(),
         "processes": processes(),
         "markers": {path: marker_state(path, token) for path, token in markers},
+        "gpus": gpus(frameworks),
     }
 
 
@@ -255,11 +334,19 @@ def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[st
 
 
 def probe_remote(
-    ssh: list[str], address: str, paths: list[str], source: str, timeout: float, *, markers: Sequence[Marker] = ()
+    ssh: list[str],
+    address: str,
+    paths: list[str],
+    source: str,
+    timeout: float,
+    *,
+    markers: Sequence[Marker] = (),
+    frameworks: Sequence[str] = (),
 ) -> dict[str, object]:
     """Run this program in the container at `address` over the containers' ssh; its rc and output."""
     args = ["--address", address] + [word for path in paths for word in ("--path", path)]
     args += [word for path, token in markers for word in ("--marker", f"{path}={token}")]
+    args += [f"--gpu-framework={framework}" for framework in frameworks]
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
     try:
         proc = subprocess.run(
@@ -304,11 +391,12 @@ def survey(
     with_build: bool,
     *,
     shares: Sequence[str] = (),
+    frameworks: Sequence[str] = (),
 ) -> dict[str, object]:
     """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
     also reads back the markers written first in `shares`."""
     with share_marker(shares) as markers:
-        return _survey(hosts, paths, ssh, timeout, with_build, markers=markers)
+        return _survey(hosts, paths, ssh, timeout, with_build, markers=markers, frameworks=frameworks)
 
 
 def _survey(
@@ -319,8 +407,9 @@ def _survey(
     with_build: bool,
     *,
     markers: Sequence[Marker],
+    frameworks: Sequence[str] = (),
 ) -> dict[str, object]:
-    local = probe([address for _unused, address in hosts], paths, markers)
+    local = probe([address for _unused, address in hosts], paths, markers, frameworks)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
     others = [(name, address) for name, address in hosts if name not in local_names]
@@ -333,7 +422,7 @@ def _survey(
             return {
                 "name": host[0],
                 "address": host[1],
-                **probe_remote(ssh, host[1], paths, source, timeout, markers=markers),
+                **probe_remote(ssh, host[1], paths, source, timeout, markers=markers, frameworks=frameworks),
             }
 
         remotes = list(pool.map(ask, others))
@@ -389,6 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remote-timeout", type=float, default=90, help="seconds one other host may take to answer")
     parser.add_argument("--check-build", action="store_true", help="add horovodrun --check-build (cached)")
     parser.add_argument(
+        "--gpu-framework",
+        action="append",
+        default=[],
+        choices=sorted(FRAMEWORK_GPU_CODE),
+        help="where the container sees a GPU: read which GPUs and CUDA this framework was built for (repeatable)",
+    )
+    parser.add_argument(
         "--ssh-wrapper", default="", help="on the master: the ssh wrapper the launch script puts first on PATH"
     )
     args = parser.parse_args(argv)
@@ -400,11 +496,12 @@ def main(argv: list[str] | None = None) -> int:
             args.remote_timeout,
             args.check_build,
             shares=args.share_marker,
+            frameworks=args.gpu_framework,
         )
         if args.ssh_wrapper:
             report["ssh"] = ssh_found(args.ssh_wrapper)
     else:
-        report = probe(args.address, args.path, args.marker)
+        report = probe(args.address, args.path, args.marker, args.gpu_framework)
         if args.check_build:
             report["check_build"] = check_build()
     print(json.dumps(report, sort_keys=True))

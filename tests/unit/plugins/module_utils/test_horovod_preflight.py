@@ -15,7 +15,9 @@ import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import (
     SETTINGS,
     check_build,
+    compute_capability,
     preflight,
+    runs_on,
     truncate,
 )
 
@@ -352,3 +354,108 @@ def test_check_build_of_a_gpu_image():
 def test_check_build_rejects_other_text():
     with pytest.raises(ValueError, match="not the output of 'horovodrun --check-build'"):
         check_build("bash: horovodrun: command not found")
+
+
+# GPUs. What tests/unit/test_horovod_launch_scripts.py's fakes make the probe report: nvidia-smi's GPUs and
+# the driver's CUDA, and what torch in the image was built for (torch 1.12.1+cu113 is horovod/horovod:0.28.1's).
+H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}
+A100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_cap": "8.0"}
+CU113 = ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+CU118 = [*CU113, "sm_90"]
+
+
+def gpus(devices: list[dict[str, Any]], cuda: str = "11.3", arch_list: list[str] = CU113, **torch: Any) -> dict:
+    built = {"version": "1.12.1+cu113", "cuda": cuda, "arch_list": arch_list, "device_count": len(devices), **torch}
+    return {"devices": devices, "driver_cuda": "12.4", "frameworks": {"pytorch": built}, "error": ""}
+
+
+def gpu_report(read: dict[str, Any], on: str = "node-b") -> dict[str, Any]:
+    rep = remote(report(), on, gpus=read)
+    return rep
+
+
+def test_a_gpu_the_image_was_built_for_passes_and_is_summed_up():
+    two = [A100, {**A100, "index": 1}]
+    result = judge(gpu_report(gpus(two)))
+    assert result["problems"] == []
+    assert result["lines"][-1] == "GPUs: node-b: 2 x NVIDIA A100-SXM4-80GB (8.0), driver CUDA 12.4"
+    assert [h["gpus"] for h in result["fact"]["hosts"]] == [0, 2, 0]
+
+
+def test_a_cpu_cluster_has_no_gpu_line():
+    assert not any(line.startswith("GPUs") for line in judge(report())["lines"])
+
+
+def test_a_hopper_gpu_under_an_image_without_sm_90_is_refused_naming_the_gpu_and_the_fix():
+    problems = judge(gpu_report(gpus([H100, {**H100, "index": 1}])))["problems"]
+    assert len(problems) == 2
+    assert problems[0].startswith("node-b: GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0) cannot run pytorch")
+    assert "sha256:aaa" in problems[0] and "sm_86" in problems[0] and "no kernel image" in problems[0]
+    assert "docker_horovod_image" in problems[0] and "docs/images.md" in problems[0]
+    assert judge(gpu_report(gpus([H100, {**H100, "index": 1}], "11.8", CU118)))["problems"] == []
+
+
+@pytest.mark.parametrize(
+    ("capability", "arch_list", "runs"),
+    [
+        ("8.6", ["sm_80"], True),  # a cubin runs on later minors of its major
+        ("8.0", ["sm_86"], False),
+        ("9.0", ["sm_80", "sm_86"], False),
+        ("9.0", ["sm_80", "compute_80"], True),  # PTX is compiled by the driver for newer GPUs
+        ("7.5", ["compute_80"], False),
+        ("9.0", ["sm_90"], True),
+        ("10.0", ["sm_90"], False),
+        ("12.0", ["sm_100", "sm_120"], True),
+        ("9.0", ["9.0"], True),
+    ],
+)
+def test_which_builds_run_on_which_gpu(capability, arch_list, runs):
+    assert runs_on(compute_capability(capability), arch_list) is runs
+
+
+@pytest.mark.parametrize(
+    ("driver", "runtime", "runs"),
+    [("12.4", "11.3", True), ("12.0", "12.4", True), ("11.4", "12.1", False), ("10.1", "10.2", False)],
+)
+def test_a_driver_runs_the_runtimes_it_supports(driver, runtime, runs):
+    read = gpus([A100, {**A100, "index": 1}], runtime)
+    read["driver_cuda"] = driver
+    problems = judge(gpu_report(read))["problems"]
+    assert (problems == []) is runs
+    if not runs:
+        assert problems == [
+            f"node-b: pytorch 1.12.1+cu113 in the image sha256:aaa needs CUDA {runtime}, but the NVIDIA driver "
+            f"there supports CUDA {driver} at most. Install a newer driver on node-b, or use an image built for "
+            f"CUDA {driver} or older (docker_horovod_image)."
+        ]
+
+
+def test_more_slots_than_gpus_is_refused_with_the_setting():
+    # node-b has 2 slots.
+    problems = judge(gpu_report(gpus([A100])))["problems"]
+    assert problems == [
+        "node-b: its container sees 1 GPU(s) but the host has 2 slots; every rank needs a GPU of its own. Set "
+        "horovod_slots for node-b to 1 or fewer, or give its container the GPUs (docker_horovod recreates it "
+        "with every GPU the driver lists)."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("torch", "expected"),
+    [
+        ({"cuda": ""}, "is built without CUDA"),
+        ({"arch_list": [], "device_count": 0}, "cannot use any (no GPU available to it"),
+        ({"error": "ModuleNotFoundError: No module named 'torch'"}, "reading which GPUs pytorch"),
+    ],
+)
+def test_a_framework_that_cannot_use_the_gpus_is_refused(torch, expected):
+    read = gpus([A100, {**A100, "index": 1}])
+    read["frameworks"]["pytorch"] = {**read["frameworks"]["pytorch"], **torch}
+    problems = judge(gpu_report(read))["problems"]
+    assert len(problems) == 1 and problems[0].startswith("node-b: ") and expected in problems[0]
+
+
+def test_a_framework_the_run_does_not_require_is_not_judged():
+    read = gpus([A100, {**A100, "index": 1}], cuda="")
+    read["frameworks"] = {"tensorflow": read["frameworks"].pop("pytorch")}
+    assert judge(gpu_report(read))["problems"] == []
