@@ -12,7 +12,8 @@ Every other image is ``images/<name>/Dockerfile``, whose first line names its pa
 Two kinds of images, two releases. *Host images* (``machine``, ``machine-engine``, ``role-host``)
 stand for the servers the roles configure: they are built on the Debian release under test,
 ``MNH_DEBIAN`` (``bookworm``, the default, or ``trixie``), and tagged with it
-(``multinode-horovod/machine:trixie``). *Workload images* (``horovod-cpu``, ``sshbox``) are what
+(``multinode-horovod/machine:trixie``). *Workload images* (``horovod-cpu``, ``horovod-cpu-0.18.2`` for the
+guide's Horovod release, ``sshbox``) are what
 runs in the containers: always Debian bookworm (Horovod 0.28.1 builds only against its torch 1.13),
 tagged ``local``, whatever the hosts run.
 
@@ -60,7 +61,7 @@ LABEL = "org.multinode-horovod.recipe-hash"
 # MNH_DEBIAN: the Debian release of the host images (module docstring).
 RELEASES = ("bookworm", "trixie")
 DEFAULT_RELEASE = "bookworm"
-WORKLOAD_IMAGES = frozenset({"horovod-cpu", "sshbox"})
+WORKLOAD_IMAGES = frozenset({"horovod-cpu", "horovod-cpu-0.18.2", "sshbox"})
 WORKLOAD_TAG = "local"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")

@@ -24,6 +24,12 @@ fourth machine, ``lab-worker3``, while a run goes on: the site with ``--limit la
 --skip-tags launch``, the run's processes and containers on the three machines unchanged, the run
 ending rc 0, a next run on four machines, then the site without it and no node pinning it any more.
 
+``old-runner`` (after ``up``; ``make lab-old-horovod``, in ``make test-all``) runs the site with the
+guide's Horovod release, 0.18.2 (``images/horovod-cpu-0.18.2``: no ``-i``, no ``--network-interface(s)``),
+from its archive in the artifact directory: containers recreated from it, the bundled example on the
+three machines (rc 0, three hosts in its result, a launch line without those options), the site again
+with nothing changed; then the site with the lab's own image again.
+
 ``bench`` runs playbooks/benchmark.yml on the lab as it is (``make lab`` first) with a sweep up to
 16 MiB and a small synthetic model, and prints the report's table; the report stays in
 ``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (docs/measurements.md shows one).
@@ -159,9 +165,9 @@ def ensure_key(ssh_dir: Path) -> Path:
     return key
 
 
-def place_archive(archive: Path, artifacts: Path) -> None:
+def place_archive(archive: Path, artifacts: Path, name: str = f"{CPU_IMAGE}.tar") -> None:
     """Put the image archive in the artifact directory; a hard link when possible (no copy of gigabytes)."""
-    target = artifacts / "images" / "horovod-cpu.tar"
+    target = artifacts / "images" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and os.path.samefile(target, archive):
         return
@@ -511,6 +517,70 @@ def scale_out() -> None:
     log("scale-out: passed")
 
 
+# The guide's Horovod release, built for Debian 12 (images/horovod-cpu-0.18.2): no -i, no
+# --network-interface(s).
+OLD_IMAGE = "horovod-cpu-0.18.2"
+OLD_VERSION = "0.18.2"
+
+
+def launch_line(script: str) -> str:
+    """The horovodrun line of a launch script (horovod-launch.sh)."""
+    lines = [
+        line
+        for line in script.splitlines()
+        if not line.lstrip().startswith("#") and re.search(r"(^|\s|/)horovodrun\s", line)
+    ]
+    if len(lines) != 1:
+        raise SystemExit(f"lab: expected one horovodrun line in the launch script, found {len(lines)}:\n{script}")
+    return lines[0]
+
+
+def old_runner() -> None:
+    """The site with the guide's Horovod release on the three machines, twice (the second changes
+    nothing), its run checked (rc 0, three hosts, the command line 0.18.2 takes), then the lab's image
+    again."""
+    artifacts = lab_dir() / "artifacts"
+    with Timer(f"build or reuse the Horovod {OLD_VERSION} image (cached by recipe hash)"):
+        out = run([sys.executable, str(REPO / "tools" / "images.py"), OLD_IMAGE, "--save", "--print-archive"])
+    place_archive(Path(out.stdout.strip().splitlines()[-1]), artifacts, f"{OLD_IMAGE}.tar")
+    run_name = time.strftime("old-runner-%Y%m%d-%H%M%S")
+    extra = json.dumps(
+        {
+            "horovod_image": f"multinode-horovod/{OLD_IMAGE}:local",
+            "horovod_image_archive": f"{ARTIFACT_DIR}/images/{OLD_IMAGE}.tar",
+            "horovod_run_name": run_name,
+        }
+    )
+    try:
+        with Timer(f"the site with Horovod {OLD_VERSION} (containers recreated from it, then a run)"):
+            _, _, first = playbook("-e", extra)
+        with Timer(f"the site with Horovod {OLD_VERSION} again"):
+            _, changed, _ = playbook("-e", extra)
+        run_dir = artifacts / "runs" / run_name
+        line = launch_line((run_dir / "horovod-launch.sh").read_text())
+        result_file = run_dir / "output" / "result.json"
+        result = json.loads(result_file.read_text()) if result_file.is_file() else {}
+        rc_file = run_dir / "rc"
+        rc = rc_file.read_text().strip() if rc_file.is_file() else "none"
+        options = (" -i ", "--network-interface")
+        problems = [f"the launch line has {option.strip()}: {line}" for option in options if option in line]
+        if f"Horovod {OLD_VERSION} (gloo)" not in first:
+            problems.append(f"the preflight did not report Horovod {OLD_VERSION}")
+        if changed:
+            problems.append(f"the second site run changed {changed} things")
+        if rc != "0":
+            problems.append(f"the run ended with rc {rc} (launcher.log)")
+        if len(result.get("distinct_hosts", [])) != len(MACHINES):
+            problems.append(f"{result_file} does not name {len(MACHINES)} hosts: {result}")
+        if problems:
+            raise SystemExit(f"lab: old-runner ({run_dir}): " + "; ".join(problems))
+        log(f"Horovod {OLD_VERSION} ran on {', '.join(result['distinct_hosts'])}: {line.strip()}")
+    finally:
+        with Timer("the site with the lab's image again"):
+            playbook()
+    log("old-runner: passed")
+
+
 # The lab's benchmark: small enough for three machines that share this host's cores (the defaults,
 # 1 KiB to 256 MiB and ResNet-50 at 224 px, are for real clusters).
 BENCH_SETTINGS = {
@@ -550,11 +620,12 @@ def machine_summary() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "down"))
+    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "old-runner", "down"))
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
-    {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "down": down}[args.action]()
+    actions = {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "old-runner": old_runner, "down": down}
+    actions[args.action]()
     if args.action == "site" and args.example == "horovod":
         guide_example(args.examples)
     return 0

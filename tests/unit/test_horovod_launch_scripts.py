@@ -204,6 +204,32 @@ def test_check_build_failure_is_never_kept(tmp_path, monkeypatch):
     assert calls.read_text().count("x") == 2
 
 
+def test_check_build_reads_a_horovodrun_that_leaves_with_os_exit(tmp_path, monkeypatch):
+    # Horovod 0.18.2's check_build(): print(...) then os._exit(0); through a pipe the answer was lost.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "horovodrun").write_text(
+        f"#!{sys.executable}\nimport os\nprint('Horovod v0.18.2:\\n\\nAvailable Controllers:\\n    [X] Gloo')\n"
+        "os._exit(0)\n"
+    )
+    (bindir / "horovodrun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # as in a container
+    result = probe.check_build(str(tmp_path / "check-build.json"))
+    assert result["rc"] == 0 and "Horovod v0.18.2:" in result["stdout"] and "[X] Gloo" in result["stdout"]
+
+
+def test_an_empty_answer_is_never_kept(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = fake_horovodrun(bindir, rc=0, text="")
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    cache = str(tmp_path / "check-build.json")
+    probe.check_build(cache)
+    assert probe.check_build(cache)["cached"] is False
+    assert calls.read_text().count("x") == 2
+
+
 def test_check_build_without_horovodrun(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     result = probe.check_build(str(tmp_path / "c.json"))

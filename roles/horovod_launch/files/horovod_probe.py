@@ -313,16 +313,19 @@ def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[st
             return {**kept["result"], "cached": True}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
+    # Horovod before 0.19 prints the answer and leaves with os._exit(0), which drops what is still in
+    # stdout's buffer when stdout is a pipe: unbuffered, it all arrives.
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
         proc = subprocess.run(
-            ["horovodrun", "--check-build"], capture_output=True, text=True, timeout=timeout, check=False
+            ["horovodrun", "--check-build"], capture_output=True, text=True, timeout=timeout, check=False, env=env
         )
         result = {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
     except FileNotFoundError:
         result = {"rc": 127, "stdout": "", "stderr": "horovodrun: command not found"}
     except subprocess.TimeoutExpired:
         result = {"rc": 124, "stdout": "", "stderr": f"horovodrun --check-build gave no answer within {timeout:.0f} s"}
-    if result["rc"] == 0:
+    if result["rc"] == 0 and result["stdout"].strip():
         try:
             os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
             with open(cache + ".new", "w") as handle:

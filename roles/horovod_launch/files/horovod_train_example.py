@@ -21,6 +21,10 @@ to the last commit, the world is rebuilt and training goes on. Every (re)start o
 holds the sizes the run went through (``sizes``). ``--step-delay`` makes each batch last longer (a
 stand-in for real work, so that a short test has time to remove and add a host).
 
+It runs on every Horovod release the role launches (0.18.2 on): the collectives it uses are those
+0.18.2 has (``allreduce``, with ``average=False`` for a sum where ``op=`` is missing, and ``allgather``
+of tensors); ``hvd.Max`` and ``allgather_object`` came later.
+
 Run it under horovodrun, for example ``horovodrun -np 2 -H localhost:2 python3 horovod_train_example.py``.
 """
 
@@ -38,6 +42,8 @@ import horovod.torch as hvd
 import torch
 from torch import nn
 
+# A host name's bytes, padded, to gather them as a tensor (RFC 1035 names have at most 253).
+HOSTNAME_BYTES = 256
 EXIT_ALLREDUCE = 3
 EXIT_DIVERGED = 4
 FEATURES = 32
@@ -71,10 +77,30 @@ def pick_device(choice: str) -> torch.device:
     return torch.device("cpu")
 
 
+def allreduce_sum(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """The sum over all ranks: ``op=hvd.Sum`` from 0.19, ``average=False`` before (deprecated since)."""
+    if hasattr(hvd, "Sum"):
+        return hvd.allreduce(tensor, op=hvd.Sum, name=name)
+    return hvd.allreduce(tensor, average=False, name=name)
+
+
+def allreduce_mean(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    return hvd.allreduce(tensor, name=name)  # the average, by default on every release
+
+
+def gather_hostnames() -> list[str]:
+    """Every rank's host name, in rank order (allgather of tensors, as 0.18.2 has it)."""
+    encoded = socket.gethostname().encode()[:HOSTNAME_BYTES]
+    row = torch.zeros(1, HOSTNAME_BYTES, dtype=torch.uint8)
+    row[0, : len(encoded)] = torch.tensor(list(encoded), dtype=torch.uint8)
+    rows = hvd.allgather(row, name="hosts")
+    return [bytes(r.tolist()).rstrip(b"\0").decode(errors="replace") for r in rows]
+
+
 def check_allreduce(device: torch.device) -> float:
     """Sum ``rank + 1`` over all ranks; it must be n(n+1)/2 on every rank."""
     size = hvd.size()
-    total = hvd.allreduce(torch.tensor([hvd.rank() + 1.0], device=device), op=hvd.Sum, name="check.sum")
+    total = allreduce_sum(torch.tensor([hvd.rank() + 1.0], device=device), "check.sum")
     value = float(total.item())
     expected = size * (size + 1) / 2
     verdict = "OK" if value == expected else "WRONG"
@@ -120,8 +146,8 @@ def step(args: argparse.Namespace, job: Job, generator: torch.Generator) -> torc
 def check_identical(model: nn.Module, loss: torch.Tensor, device: torch.device) -> None:
     """Identical parameters on every rank is what data-parallel training promises (status 4 otherwise)."""
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(device)
-    spread = hvd.allreduce(flat, op=hvd.Max, name="params.max") - hvd.allreduce(flat, op=hvd.Min, name="params.min")
-    largest = float(spread.abs().max().item())
+    every = hvd.allgather(flat.unsqueeze(0), name="params")  # one row per rank; the model is small
+    largest = float((every.max(dim=0).values - every.min(dim=0).values).abs().max().item())
     if largest > 1e-5:
         log(f"parameters differ between ranks by up to {largest:g}: training diverged")
         sys.exit(EXIT_DIVERGED)
@@ -129,7 +155,7 @@ def check_identical(model: nn.Module, loss: torch.Tensor, device: torch.device) 
 
 
 def epoch_done(args: argparse.Namespace, epoch: int, loss: torch.Tensor, started: float) -> float:
-    mean_loss = float(hvd.allreduce(loss.detach(), op=hvd.Average, name=f"loss.{epoch}").item())
+    mean_loss = float(allreduce_mean(loss.detach(), f"loss.{epoch}").item())
     if hvd.rank() == 0:
         log(f"epoch {epoch}/{args.epochs} loss {mean_loss:.4f} ({time.monotonic() - started:.2f}s)")
     return mean_loss
@@ -201,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         total = check_allreduce(device)
         loss = train(args, device)
-    hosts = hvd.allgather_object(socket.gethostname(), name="hosts")
+    hosts = gather_hostnames()
     if hvd.rank() == 0:
         distinct = sorted(set(hosts))
         log(f"hosts: {len(distinct)} distinct of {hvd.size()} ranks: {', '.join(distinct)}")
