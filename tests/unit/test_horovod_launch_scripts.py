@@ -559,7 +559,7 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
     hosts = [{"name": "gpu-1", "address": "127.0.0.1", "slots": 2}]
     assert preflight(report, hosts, "gpu-1", settings)["problems"] == []  # pytorch not required: not judged
     problems = preflight(report, hosts, "gpu-1", {**settings, "required_frameworks": ["pytorch"]})["problems"]
-    assert [p.split(" cannot run ")[0] for p in problems] == [
+    assert [p.partition(" cannot run ")[0] for p in problems] == [
         "gpu-1: GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
         "gpu-1: GPU 1 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
     ]

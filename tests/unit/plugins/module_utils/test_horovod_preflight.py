@@ -364,8 +364,9 @@ CU113 = ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
 CU118 = [*CU113, "sm_90"]
 
 
-def gpus(devices: list[dict[str, Any]], cuda: str = "11.3", arch_list: list[str] = CU113, **torch: Any) -> dict:
-    built = {"version": "1.12.1+cu113", "cuda": cuda, "arch_list": arch_list, "device_count": len(devices), **torch}
+def gpus(devices: list[dict[str, Any]], cuda: str = "11.3", arch_list: tuple[str, ...] = (), **torch: Any) -> dict:
+    arch = list(arch_list or CU113)
+    built = {"version": "1.12.1+cu113", "cuda": cuda, "arch_list": arch, "device_count": len(devices), **torch}
     return {"devices": devices, "driver_cuda": "12.4", "frameworks": {"pytorch": built}, "error": ""}
 
 
@@ -392,7 +393,7 @@ def test_a_hopper_gpu_under_an_image_without_sm_90_is_refused_naming_the_gpu_and
     assert problems[0].startswith("node-b: GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0) cannot run pytorch")
     assert "sha256:aaa" in problems[0] and "sm_86" in problems[0] and "no kernel image" in problems[0]
     assert "docker_horovod_image" in problems[0] and "docs/images.md" in problems[0]
-    assert judge(gpu_report(gpus([H100, {**H100, "index": 1}], "11.8", CU118)))["problems"] == []
+    assert judge(gpu_report(gpus([H100, {**H100, "index": 1}], "11.8", tuple(CU118))))["problems"] == []
 
 
 @pytest.mark.parametrize(
