@@ -150,11 +150,16 @@ def exists(kind: str, name: str) -> bool:
     return run(["docker", kind, "inspect", name], check=False).returncode == 0
 
 
+def image_archive(name: str) -> Path:
+    """Build or reuse a workload image and its docker save archive (tools/images.py); the archive's path."""
+    out = run([sys.executable, str(REPO / "tools" / "images.py"), name, "--print-archive"])
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
 def ensure_images() -> Path:
     with Timer("build or reuse the machine and CPU Horovod images (cached by recipe hash)"):
         run([sys.executable, str(REPO / "tools" / "images.py"), "machine"], capture=False)
-        out = run([sys.executable, str(REPO / "tools" / "images.py"), CPU_IMAGE, "--print-archive"])
-    return Path(out.stdout.strip().splitlines()[-1])
+        return image_archive(CPU_IMAGE)
 
 
 def ensure_key(ssh_dir: Path) -> Path:
@@ -541,8 +546,8 @@ def old_runner() -> None:
     again."""
     artifacts = lab_dir() / "artifacts"
     with Timer(f"build or reuse the Horovod {OLD_VERSION} image (cached by recipe hash)"):
-        out = run([sys.executable, str(REPO / "tools" / "images.py"), OLD_IMAGE, "--save", "--print-archive"])
-    place_archive(Path(out.stdout.strip().splitlines()[-1]), artifacts, f"{OLD_IMAGE}.tar")
+        archive = image_archive(OLD_IMAGE)
+    place_archive(archive, artifacts, f"{OLD_IMAGE}.tar")
     run_name = time.strftime("old-runner-%Y%m%d-%H%M%S")
     extra = json.dumps(
         {

@@ -323,9 +323,14 @@ def driver_runs(driver: tuple[int, int], runtime: tuple[int, int]) -> bool:
     return driver >= runtime
 
 
+def _gpu_devices(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The GPUs a node's container sees, as its probe listed them (none from a CPU host)."""
+    return (node["probe"].get("gpus") or {}).get("devices") or []
+
+
 def _gpu_problems(node: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
     read = node["probe"].get("gpus") or {}
-    devices = read.get("devices") or []
+    devices = _gpu_devices(node)
     if not devices:
         return []
     name, image = node["name"], s["master_image"]
@@ -390,7 +395,7 @@ def _gpu_problems(node: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
 def _gpu_summary(node: Mapping[str, Any]) -> str:
     read = node["probe"]["gpus"]
     kinds: dict[str, int] = {}
-    for device in read["devices"]:
+    for device in _gpu_devices(node):
         kind = f"{device.get('name')} ({device.get('compute_cap') or '?'})"
         kinds[kind] = kinds.get(kind, 0) + 1
     return (
@@ -468,7 +473,7 @@ def preflight(
                 "slots": n["slots"],
                 "hostname": n["probe"].get("hostname"),
                 "interface": n["interface"],
-                "gpus": len((n["probe"].get("gpus") or {}).get("devices") or []),
+                "gpus": len(_gpu_devices(n)),
                 "jobs": jobs.jobs(n["probe"].get("processes") or [], settings["idle_patterns"]),
             }
             for n in nodes
@@ -489,7 +494,7 @@ def preflight(
         "hostnames: " + ", ".join(f"{h['name']} = {h['hostname']}" for h in fact["hosts"]),
         f"running jobs: {result['jobs'] or 'none'}",
     ]
-    gpu_hosts = [n for n in nodes if (n["probe"].get("gpus") or {}).get("devices")]
+    gpu_hosts = [n for n in nodes if _gpu_devices(n)]
     if gpu_hosts:
         result["lines"].append("GPUs: " + "; ".join(_gpu_summary(n) for n in gpu_hosts))
     return result
