@@ -195,8 +195,9 @@ def host_lists_play() -> list[dict[str, Any]]:
                     "ansible.builtin.set_fact": {
                         "__plan": (
                             "{{ {'hosts': __nodes, 'np': 0, 'min_np': 0, 'max_np': 0, 'elastic': false,"
-                            " 'elastic_cooldown': [10, 300], 'workdir': '', 'code_repo': '', 'code_dest': '',"
-                            " 'share_dir': '/srv/share', 'artifact_dir': '/srv/artifacts', 'command': [],"
+                            " 'elastic_cooldown': [10, 300], 'workdir': '', 'output_dir': '', 'code_repo': '',"
+                            " 'code_dest': '', 'share_dir': '/srv/share', 'artifact_dir': '/srv/artifacts',"
+                            " 'runs_dir': '/srv/artifacts/runs', 'command': [],"
                             " 'example_args': [], 'env': {},"
                             " 'controller': 'gloo', 'extra_args': [], 'image_ids': {},"
                             " 'master': inventory_hostname} | multinode.horovod.horovod_launch_plan }}"

@@ -20,7 +20,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_hosts
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import failed_rank
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
-from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, strip_slash
 
 # The run's environment (horovod_launch_env, which may hold secrets) lives outside the share, readable by
 # root only, in every node's container at this path while the run lasts: the launch script copies the
@@ -33,16 +33,21 @@ RANK_ENV = "rank-env.sh"
 DISCOVERY_SCRIPT = "discover-hosts.py"
 BUNDLED = "(bundled example)"
 # What defines a run; a change to any of them is another run (another default name). An elastic run's
-# bounds ("elastic") only where they are given, so that other runs keep their names.
+# bounds ("elastic") and an output directory ("output_dir") only where they are given, so that other runs
+# keep their names.
 IDENTITY_KEYS = ("command", "code", "hosts", "np", "image", "env_names", "workdir", "controller", "extra_args")
+OPTIONAL_IDENTITY_KEYS = ("elastic", "output_dir")
+# The environment variable that tells every rank where to write (horovod_launch_output_dir, else the
+# bundled example's output directory, else the working directory).
+OUTPUT_ENV = "HOROVOD_LAUNCH_OUTPUT_DIR"
 # The inputs of plan(): the role's variables without their prefix, and the master's inventory name.
 PLAN_KEYS = tuple(
-    "hosts np min_np max_np elastic elastic_cooldown workdir code_repo code_dest share_dir artifact_dir command "
-    "example_args env controller extra_args image_ids master".split()
+    "hosts np min_np max_np elastic elastic_cooldown workdir output_dir code_repo code_dest share_dir artifact_dir "
+    "runs_dir command example_args env controller extra_args image_ids master".split()
 )
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
-    "name code_commit code_version example_sha256 example_path image runs_dir nics ssh_port identity_file "
+    "name code_commit code_version example_sha256 example_path image nics ssh_port identity_file "
     "start_timeout verbose timeout poll_interval tail_lines horovod_version".split()
 )
 # horovodrun's options by the first release that has them, as Horovod's own argument parser defines
@@ -191,10 +196,15 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     }
     if elastic:
         definition["elastic"] = {"min_np": numbers["min_np"], "max_np": numbers["max_np"], "cooldown": cooldown}
+    output_dir = str(inputs["output_dir"] or "")
+    if output_dir:
+        definition["output_dir"] = output_dir
+    rank_hosts = horovod_hosts.rank_hosts(hosts, np)
     shared = [d for d in (inputs["share_dir"], inputs["artifact_dir"]) if d]
+    check = output_check(inputs, workdir, rank_hosts)
     return {
         **numbers,
-        "rank_hosts": horovod_hosts.rank_hosts(hosts, np),
+        "rank_hosts": rank_hosts,
         "h": h,
         "workdir": workdir,
         "hosts": [str(host["name"]) for host in hosts],
@@ -204,18 +214,44 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "example_args": [str(word) for word in example_args],
         "code_repo": str(inputs["code_repo"] or ""),
         "share_dir": str(inputs["share_dir"]),
+        "output_dir": output_dir,
+        "runs_dir": str(inputs["runs_dir"]),
+        "output_check": check,
         "probe_args": [f"--{kind}={d}" for d in shared for kind in ("path", "share-marker")]
-        + [f"--host={host['name']}={host['address']}" for host in hosts],
+        + [f"--host={host['name']}={host['address']}" for host in hosts]
+        + [f"--writable={check['path']}"],
         "other_image_ids": {k: v for k, v in (inputs["image_ids"] or {}).items() if k != inputs["master"]},
         "definition": definition,
     }
+
+
+def output_check(inputs: Mapping[str, Any], workdir: str, rank_hosts: list[str]) -> dict[str, Any]:
+    """Where the run writes its checkpoints and logs, and the hosts that must be able to (the preflight
+    checks it in their containers): the hosts that may hold rank 0 - the host of rank 0, or every host of
+    an elastic run, where rank 0 moves with the hosts. ``kind`` says whose directory it is: the given
+    output directory, the bundled example's (its run's directory, or below the share for an elastic run;
+    the example creates it) or the working directory (where a command writes unless told otherwise)."""
+    output_dir = str(inputs["output_dir"] or "")
+    elastic = boolean(inputs["elastic"], strict=True)
+    if output_dir:
+        path, kind = output_dir, "output_dir"
+    elif inputs["command"]:
+        path, kind = workdir, "workdir"
+    else:
+        path, kind = (f"{inputs['share_dir']}/outputs" if elastic else str(inputs["runs_dir"])), "example"
+    hosts = list(dict.fromkeys(str(host["name"]) for host in inputs["hosts"])) if elastic else rank_hosts[:1]
+    # The role creates a given output directory only below the artifact directory, which only the master
+    # writes: on the share, a name a worker planted there would be followed.
+    artifacts = str(inputs["artifact_dir"] or "")
+    create = bool(output_dir and artifacts and is_inside(output_dir, artifacts))
+    return {"path": path, "kind": kind, "hosts": hosts, "elastic": elastic, "create": create}
 
 
 def run_id(definition: Mapping[str, Any]) -> str:
     """``run-`` and 12 hex digits of the SHA-256 of what defines a run (IDENTITY_KEYS, and ``elastic`` for
     an elastic run), whatever the order of its keys; ``env_names`` is compared as a set."""
     missing = [key for key in IDENTITY_KEYS if key not in definition]
-    unknown = sorted(str(key) for key in definition if key not in (*IDENTITY_KEYS, "elastic"))
+    unknown = sorted(str(key) for key in definition if key not in (*IDENTITY_KEYS, *OPTIONAL_IDENTITY_KEYS))
     if missing or unknown:
         raise ValueError(
             f"horovod_run_id: give exactly the keys {', '.join(IDENTITY_KEYS)}"
@@ -272,8 +308,13 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
     else:
         code = "" if the_plan["command"] else str(given["example_sha256"])
     name = str(given["name"] or run_id({**the_plan["definition"], "code": code, "image": given["image"]}))
-    run_dir = f"{given['runs_dir']}/{name}"
-    output_dir = f"{the_plan['share_dir']}/outputs/{name}" if the_plan["elastic"] else f"{run_dir}/output"
+    run_dir = f"{the_plan['runs_dir']}/{name}"
+    if the_plan["output_dir"]:
+        output_dir = the_plan["output_dir"]
+    elif the_plan["command"]:
+        output_dir = the_plan["workdir"]
+    else:
+        output_dir = f"{the_plan['share_dir']}/outputs/{name}" if the_plan["elastic"] else f"{run_dir}/output"
     timeout = int(given["timeout"])
     bundled = ["python3", str(given["example_path"]), "--output-dir", output_dir, *the_plan["example_args"]]
     command = the_plan["command"] or bundled
@@ -284,7 +325,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {
         "name": name,
         "dir": run_dir,
-        "output_dir": output_dir if not the_plan["command"] else "",
+        "output_dir": output_dir,
         "command": command,
         "rank_env": f"{run_dir}/{RANK_ENV}" if the_plan["definition"]["env_names"] else "",
         "discovery_script": f"{run_dir}/{DISCOVERY_SCRIPT}",

@@ -415,8 +415,57 @@ def _shares(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> 
     return [p for p in (_share_problem(node, s["share_dir"]) for node in nodes) if p]
 
 
+OUTPUT_WHAT = {
+    "output_dir": "the run's output directory (horovod_launch_output_dir)",
+    "workdir": "the run's working directory, where the command writes its checkpoints and logs unless it is given "
+    "horovod_launch_output_dir",
+    "example": "the bundled example writes its output below it",
+}
+
+
+def _output(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
+    """Where the run writes, writable in the container of every host that may hold rank 0 (its checkpoints
+    and logs are written there), before the run starts rather than when rank 0 saves its first epoch."""
+    check = s["plan"]["output_check"]
+    path = check["path"]
+    if check["elastic"]:
+        who = "Rank 0 of an elastic run may run on any of its hosts"
+        fix = (
+            f"Set horovod_launch_output_dir to a directory on the share ({s['share_dir']}), which every host mounts "
+            "read-write, and have the command write there (it reads HOROVOD_LAUNCH_OUTPUT_DIR)"
+        )
+    else:
+        who = "Rank 0 runs there (the first host of horovod_launch_hosts)"
+        fix = (
+            "Put the master first in horovod_launch_hosts (the artifact directory is read-only on the workers), "
+            f"or set horovod_launch_output_dir to a directory on the share ({s['share_dir']}) and have the "
+            "command write there (it reads HOROVOD_LAUNCH_OUTPUT_DIR)"
+        )
+    problems = []
+    for node in nodes:
+        if node["name"] not in check["hosts"]:
+            continue
+        state = (node["probe"].get("writable") or {}).get(path, "not read by the probe")
+        if state != "ok":
+            problems.append(
+                f"{node['name']} ({node['address']}): its container cannot write {path}, {OUTPUT_WHAT[check['kind']]}: "
+                f"{state}. {who}. {fix}."
+            )
+    return problems
+
+
 # What the nodes' reports say, in the order a reader would fix it.
-SECOND_STAGE = (_shares, _hostnames, _versions, _images, _named_interfaces, _found_interfaces, _shm, _gpus)
+SECOND_STAGE = (
+    _shares,
+    _hostnames,
+    _versions,
+    _images,
+    _named_interfaces,
+    _found_interfaces,
+    _shm,
+    _gpus,
+    _output,
+)
 
 
 def preflight(

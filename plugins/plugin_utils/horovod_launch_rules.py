@@ -49,7 +49,7 @@ POSITIVE = {
 # Directories on the share, below horovod_launch_share_dir or horovod_launch_artifact_dir: every rank, on
 # every host, reads or writes them at the same path. code_dest must be below one, not the directory itself
 # (a checkout would take it over).
-ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir")
+ON_THE_SHARE = (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir", f"{P}output_dir")
 
 # horovodrun's options and how many values each takes: Horovod 0.28.1's parser (horovod/runner/launch.py,
 # parse_args) and argparse's own -h/--help. argparse also takes a unique prefix of a long option
@@ -137,6 +137,11 @@ RESERVED_ENV: tuple[tuple[tuple[str, ...], str, str], ...] = (
         REMOVE,
     ),
     (("HOROVOD_LAUNCH_RUN_DIR",), "the role sets it to mark the run's processes (status, stop, timeout)", REMOVE),
+    (
+        ("HOROVOD_LAUNCH_OUTPUT_DIR",),
+        "the role sets it to the directory the run writes, which the preflight checked",
+        f"set {P}output_dir instead",
+    ),
     (
         (
             "HOROVOD_HOSTNAME",
@@ -354,7 +359,7 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
     out += found
     for name in ON_THE_SHARE:
         value = inputs.get(name, _ABSENT)
-        if value is _ABSENT or (name == f"{P}workdir" and value == ""):
+        if value is _ABSENT or (name in (f"{P}workdir", f"{P}output_dir") and value == ""):
             continue
         # A directory below a bad share is the share's problem, reported once, for the share.
         if share_problem and isinstance(value, str) and isinstance(share, str) and value.startswith(share + "/"):

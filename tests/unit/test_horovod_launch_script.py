@@ -35,6 +35,7 @@ def render(tmp_path: Path, *, env: dict[str, str], elastic: bool = False) -> Pat
             "dir": str(run),
             "np": 3,
             "workdir": str(tmp_path),
+            "output_dir": str(tmp_path / "out dir"),
             "env_file": str(tmp_path / "root" / ".horovod-launch-run-test.env"),
             "argv": ["horovodrun", "-np", "3", "sh", rank_env, "train", "--epochs", "1"],
         },
@@ -96,7 +97,11 @@ def stand_ins(tmp_path: Path, *, ssh_fails_for: str = "") -> Path:
         'while [ "$1" != sh ]; do shift; done\n'
         f'"$@" > {log}/rank.out 2>&1\n'
     )
-    (bin_dir / "train").write_text(f'#!/bin/sh\necho "MNH_SECRET=$MNH_SECRET PATH=$PATH" > {log}/train.env\n')
+    (bin_dir / "train").write_text(
+        "#!/bin/sh\n"
+        f'echo "MNH_SECRET=$MNH_SECRET PATH=$PATH" > {log}/train.env\n'
+        f'echo "$HOROVOD_LAUNCH_OUTPUT_DIR" > {log}/train.output_dir\n'
+    )
     for name in ("ssh", "horovodrun", "train"):
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -125,6 +130,8 @@ def test_the_environment_reaches_the_ranks_but_never_horovodrun(tmp_path: Path) 
     assert SECRET not in (log / "horovodrun.argv").read_text()
     # ...the rank has it, loaded from the root-only file, and the wrapper's directory is first on PATH.
     assert (log / "train.env").read_text().startswith(f"MNH_SECRET={SECRET} PATH={tmp_path}/wrapper:")
+    # Every rank is told where to write, a path with a space kept whole.
+    assert (log / "train.output_dir").read_text() == f"{tmp_path}/out dir\n"
     # Each other node got the file on ssh's standard input (never on its command line), then its removal.
     copies = sorted(log.glob("ssh.*.argv"))
     argvs = [p.read_text() for p in copies]

@@ -518,7 +518,10 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
     gpu_container(tmp_path, monkeypatch)
     code = (FILES / "horovod_probe.py").read_text()
     out = subprocess.run(
-        [sys.executable, "-c", code, "--address", "127.0.0.1", "--path", "/", "--gpu-framework=pytorch"],
+        [
+            *(sys.executable, "-c", code, "--address", "127.0.0.1", "--path", "/", "--gpu-framework=pytorch"),
+            f"--writable={tmp_path}/out",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -544,7 +547,14 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
         "idle_patterns": [],
         "share_dir": "/",
         "master_image": "sha256:horovod-0.28.1",
-        "plan": {"np": 2, "total_slots": 2, "h": "127.0.0.1:2", "other_image_ids": {}, "elastic": False},
+        "plan": {
+            "np": 2,
+            "total_slots": 2,
+            "h": "127.0.0.1:2",
+            "other_image_ids": {},
+            "elastic": False,
+            "output_check": {"path": f"{tmp_path}/out", "kind": "output_dir", "hosts": ["gpu-1"], "elastic": False},
+        },
         "ssh_wrapper": "/root/.ssh/bin/ssh",
     }
     hosts = [{"name": "gpu-1", "address": "127.0.0.1", "slots": 2}]
@@ -554,3 +564,32 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
         "gpu-1: GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
         "gpu-1: GPU 1 (NVIDIA H100 80GB HBM3, compute capability 9.0)",
     ]
+
+
+def test_where_the_run_writes_is_read_as_root_here_would(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    assert probe.writable(str(tmp_path)) == "ok"
+    # Missing: the directory above it that exists is where it would be created.
+    assert probe.writable(str(tmp_path / "a" / "b")) == "ok"
+    assert probe.writable(str(tmp_path / "file" / "x")) == f"{tmp_path}/file is not a directory"
+    # A read-only mount (as the artifact directory on a worker) and an export that squashes root, as
+    # access(2) answers them.
+    monkeypatch.setattr(probe.os, "access", lambda path, mode: False)
+    assert probe.writable(str(tmp_path / "a")) == (
+        f"{tmp_path} is not writable by root here (its permissions, or an NFS export that squashes root)"
+    )
+    flags = os.statvfs(str(tmp_path))
+    monkeypatch.setattr(probe.os, "statvfs", lambda path: type("R", (), {"f_flag": flags.f_flag | os.ST_RDONLY})())
+    assert probe.writable(str(tmp_path / "a")) == f"{tmp_path} is on a file system mounted read-only here"
+
+
+def test_the_master_asks_every_other_host_where_the_run_writes(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_run(argv, **kwargs):
+        seen.append(argv[-1])
+        return subprocess.CompletedProcess(argv, 0, "{}", "")
+
+    monkeypatch.setattr(probe.subprocess, "run", fake_run)
+    probe.probe_remote(["ssh"], "10.0.0.2", ["/data1/share"], "", 5, writable_paths=["/data1/share/out dir"])
+    assert "'--writable=/data1/share/out dir'" in seen[0]

@@ -254,8 +254,35 @@ def gpus(frameworks: Sequence[str] = ()) -> dict[str, object]:
     return result
 
 
+def writable(path: str) -> str:
+    """ "ok" when root here may create files in `path` or, while it is missing, in the nearest directory
+    above it that exists (where it would be created); else why not. access(2) asks the file system itself:
+    a read-only mount (EROFS) or an NFS server that squashes root answers no."""
+    here = path
+    while not os.path.isdir(here):
+        if os.path.lexists(here):
+            return f"{here} is not a directory"
+        parent = os.path.dirname(here)
+        if parent == here:
+            return "no directory above it exists"
+        here = parent
+    if os.access(here, os.W_OK | os.X_OK):
+        return "ok"
+    try:
+        read_only = bool(os.statvfs(here).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        return f"{here} is on a file system mounted read-only here"
+    return f"{here} is not writable by root here (its permissions, or an NFS export that squashes root)"
+
+
 def probe(
-    addresses: list[str], paths: list[str], markers: Sequence[Marker] = (), frameworks: Sequence[str] = ()
+    addresses: list[str],
+    paths: list[str],
+    markers: Sequence[Marker] = (),
+    frameworks: Sequence[str] = (),
+    writable_paths: Sequence[str] = (),
 ) -> dict[str, object]:
     interfaces = interface_addresses()
     holders = {ip: name for name, ips in sorted(interfaces.items(), reverse=True) for ip in ips}
@@ -273,6 +300,8 @@ def probe(
         "processes": processes(),
         "markers": {path: marker_state(path, token) for path, token in markers},
         "gpus": gpus(frameworks),
+        # Where the run writes, as this host's container may (the preflight asks the hosts of rank 0).
+        "writable": {path: writable(path) for path in writable_paths},
     }
 
 
@@ -345,9 +374,11 @@ def probe_remote(
     *,
     markers: Sequence[Marker] = (),
     frameworks: Sequence[str] = (),
+    writable_paths: Sequence[str] = (),
 ) -> dict[str, object]:
     """Run this program in the container at `address` over the containers' ssh; its rc and output."""
     args = ["--address", address] + [word for path in paths for word in ("--path", path)]
+    args += [f"--writable={path}" for path in writable_paths]
     args += [word for path, token in markers for word in ("--marker", f"{path}={token}")]
     args += [f"--gpu-framework={framework}" for framework in frameworks]
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
@@ -395,11 +426,21 @@ def survey(
     *,
     shares: Sequence[str] = (),
     frameworks: Sequence[str] = (),
+    writable_paths: Sequence[str] = (),
 ) -> dict[str, object]:
     """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
     also reads back the markers written first in `shares`."""
     with share_marker(shares) as markers:
-        return _survey(hosts, paths, ssh, timeout, with_build, markers=markers, frameworks=frameworks)
+        return _survey(
+            hosts,
+            paths,
+            ssh,
+            timeout,
+            with_build,
+            markers=markers,
+            frameworks=frameworks,
+            writable_paths=writable_paths,
+        )
 
 
 def _survey(
@@ -411,8 +452,9 @@ def _survey(
     *,
     markers: Sequence[Marker],
     frameworks: Sequence[str] = (),
+    writable_paths: Sequence[str] = (),
 ) -> dict[str, object]:
-    local = probe([address for _unused, address in hosts], paths, markers, frameworks)
+    local = probe([address for _unused, address in hosts], paths, markers, frameworks, writable_paths)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
     others = [(name, address) for name, address in hosts if name not in local_names]
@@ -425,7 +467,16 @@ def _survey(
             return {
                 "name": host[0],
                 "address": host[1],
-                **probe_remote(ssh, host[1], paths, source, timeout, markers=markers, frameworks=frameworks),
+                **probe_remote(
+                    ssh,
+                    host[1],
+                    paths,
+                    source,
+                    timeout,
+                    markers=markers,
+                    frameworks=frameworks,
+                    writable_paths=writable_paths,
+                ),
             }
 
         remotes = list(pool.map(ask, others))
@@ -466,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", action="append", default=[], help="an address to resolve and locate here")
     parser.add_argument("--path", action="append", default=[], help="a directory that must exist here")
     parser.add_argument(
+        "--writable", action="append", default=[], help="a directory the run writes: whether root here may (repeatable)"
+    )
+    parser.add_argument(
         "--marker", action="append", default=[], type=marker_entry, help="PATH=TOKEN: a marker file to read back here"
     )
     parser.add_argument(
@@ -500,11 +554,12 @@ def main(argv: list[str] | None = None) -> int:
             args.check_build,
             shares=args.share_marker,
             frameworks=args.gpu_framework,
+            writable_paths=args.writable,
         )
         if args.ssh_wrapper:
             report["ssh"] = ssh_found(args.ssh_wrapper)
     else:
-        report = probe(args.address, args.path, args.marker, args.gpu_framework)
+        report = probe(args.address, args.path, args.marker, args.gpu_framework, args.writable)
         if args.check_build:
             report["check_build"] = check_build()
     print(json.dumps(report, sort_keys=True))

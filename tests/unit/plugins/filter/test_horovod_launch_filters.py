@@ -25,10 +25,12 @@ PLAN_INPUTS = {
     "elastic": False,
     "elastic_cooldown": [10, 300],
     "workdir": "",
+    "output_dir": "",
     "code_repo": "",
     "code_dest": "/data1/artifacts/code",
     "share_dir": "/data1/share",
     "artifact_dir": "/data1/artifacts",
+    "runs_dir": "/data1/artifacts/runs",
     "command": [],
     "example_args": ["--epochs", "3"],
     "env": {"NCCL_DEBUG": "INFO", "WANDB_API_KEY": "secret"},
@@ -44,7 +46,6 @@ GIVEN = {
     "example_sha256": "e" * 64,
     "example_path": "/data1/artifacts/examples/horovod_train_example.py",
     "image": "sha256:aa",
-    "runs_dir": "/data1/artifacts/runs",
     "nics": [],
     "ssh_port": 12345,
     "identity_file": "/root/.ssh/id_ed25519",
@@ -121,6 +122,7 @@ def test_the_plan_of_a_run_from_the_inputs():
         "--share-marker=/data1/artifacts",
         "--host=master=10.0.0.1",
         "--host=w1=10.0.0.2",
+        "--writable=/data1/artifacts/runs",
     ]
     # The environment's names only: its values may be secrets.
     assert plan["definition"] == {
@@ -243,8 +245,62 @@ def test_a_run_without_an_environment_runs_its_command_itself():
     # horovodrun puts its own environment on each rank's command line: a run's environment is not in it,
     # each rank loads it from a root-only file through the run's rank-env.sh (above).
     run = run_of({"env": {}, "command": ["python3", "train.py", "--epochs", 3]})
-    assert run["rank_env"] == "" and run["output_dir"] == ""
+    assert run["rank_env"] == ""
     assert run["argv"][-4:] == ["python3", "train.py", "--epochs", "3"]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "path", "kind", "hosts", "create"),
+    [
+        # The bundled example writes below its run's directory, or for an elastic run below the share.
+        ({}, "/data1/artifacts/runs", "example", ["master"], False),
+        ({"hosts": HOSTS[::-1]}, "/data1/artifacts/runs", "example", ["w1"], False),
+        ({"elastic": True}, "/data1/share/outputs", "example", ["master", "w1"], False),
+        # A command of one's own writes where it runs.
+        (
+            {"command": ["python3", "t.py"], "workdir": "/data1/artifacts/w"},
+            "/data1/artifacts/w",
+            "workdir",
+            ["master"],
+            False,
+        ),
+        # A given directory: created by the role only where only the master writes.
+        ({"output_dir": "/data1/artifacts/out"}, "/data1/artifacts/out", "output_dir", ["master"], True),
+        (
+            {"output_dir": "/data1/share/out", "elastic": True},
+            "/data1/share/out",
+            "output_dir",
+            ["master", "w1"],
+            False,
+        ),
+    ],
+)
+def test_where_the_run_writes_and_who_may_hold_rank_0(inputs, path, kind, hosts, create):
+    plan = m.plan({**PLAN_INPUTS, **inputs})
+    assert plan["output_check"] == {
+        "path": path,
+        "kind": kind,
+        "hosts": hosts,
+        "elastic": bool(inputs.get("elastic")),
+        "create": create,
+    }
+    assert plan["probe_args"][-1] == f"--writable={path}"
+
+
+def test_every_rank_is_told_where_to_write():
+    assert run_of()["output_dir"] == f"{RUN_DIR}/output"
+    assert run_of({"elastic": True})["output_dir"] == "/data1/share/outputs/r1"
+    own = run_of({"command": ["python3", "t.py"], "workdir": "/data1/artifacts/w"})
+    assert own["output_dir"] == "/data1/artifacts/w"
+    given = run_of({"output_dir": "/data1/share/out", "elastic": True})
+    assert given["output_dir"] == "/data1/share/out"
+    assert given["command"][2:4] == ["--output-dir", "/data1/share/out"]
+
+
+def test_a_given_output_directory_is_part_of_the_run_only_where_given():
+    plain_run = run_of(name="")["name"]
+    assert run_of({"output_dir": ""}, name="")["name"] == plain_run
+    assert run_of({"output_dir": "/data1/share/out"}, name="")["name"] != plain_run
 
 
 def test_an_elastic_run_has_its_discovery_script_and_bounds_instead_of_h():

@@ -59,6 +59,13 @@ SETTINGS_OK: dict[str, Any] = {
         "h": "10.0.0.1:1,10.0.0.2:2,10.0.0.3:1",
         "other_image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
         "elastic": False,
+        "output_check": {
+            "path": "/data1/artifacts/runs",
+            "kind": "example",
+            "hosts": ["node-a"],
+            "elastic": False,
+            "create": False,
+        },
     },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
 }
@@ -77,6 +84,7 @@ def node(name: str, address: str, **extra: Any) -> dict[str, Any]:
         "launchers": [],
         "processes": [{"pid": 1, "args": "sleep 5"}],
         "markers": {"/data1/share/.multinode-horovod-marker": "ok"},
+        "writable": {"/data1/artifacts/runs": "ok", "/data1/share/out": "ok"},
         **extra,
     }
 
@@ -460,3 +468,58 @@ def test_a_framework_the_run_does_not_require_is_not_judged():
     read = gpus([A100, {**A100, "index": 1}], cuda="")
     read["frameworks"] = {"tensorflow": read["frameworks"].pop("pytorch")}
     assert judge(gpu_report(read))["problems"] == []
+
+
+READ_ONLY = "/data1/artifacts is on a file system mounted read-only here"
+
+
+def output_check(**changes: Any) -> dict[str, Any]:
+    return {"plan": SETTINGS_OK["plan"] | {"output_check": SETTINGS_OK["plan"]["output_check"] | changes}}
+
+
+def test_where_rank_0_writes_is_checked_on_the_host_that_holds_it():
+    rep = remote(report(), "node-b", writable={"/data1/artifacts/runs": READ_ONLY})
+    # node-a holds rank 0: what node-b cannot write does not matter.
+    assert judge(rep)["problems"] == []
+    [problem] = judge(rep, **output_check(hosts=["node-b"]))["problems"]
+    assert problem == (
+        "node-b (10.0.0.2): its container cannot write /data1/artifacts/runs, the bundled example writes its "
+        f"output below it: {READ_ONLY}. Rank 0 runs there (the first host of horovod_launch_hosts). Put the "
+        "master first in horovod_launch_hosts (the artifact directory is read-only on the workers), or set "
+        "horovod_launch_output_dir to a directory on the share (/data1/share) and have the command write there "
+        "(it reads HOROVOD_LAUNCH_OUTPUT_DIR)."
+    )
+
+
+def test_an_elastic_run_needs_its_output_directory_writable_on_every_host():
+    rep = report()
+    for name in ("node-b", "node-c"):
+        remote(rep, name, writable={"/data1/artifacts/out": READ_ONLY})
+    rep["local"]["writable"] = {"/data1/artifacts/out": "ok"}
+    settings = output_check(
+        path="/data1/artifacts/out", kind="output_dir", hosts=["node-a", "node-b", "node-c"], elastic=True
+    )
+    problems = judge(rep, **settings)["problems"]
+    assert [p.split(":")[0] for p in problems] == ["node-b (10.0.0.2)", "node-c (10.0.0.3)"], problems
+    assert all("the run's output directory (horovod_launch_output_dir)" in p for p in problems)
+    assert all("Rank 0 of an elastic run may run on any of its hosts" in p for p in problems)
+    assert all("directory on the share (/data1/share), which every host mounts read-write" in p for p in problems)
+    # On the share, every host writes it.
+    for name in ("node-b", "node-c"):
+        remote(rep, name, writable={"/data1/share/out": "ok"})
+    rep["local"]["writable"] = {"/data1/share/out": "ok"}
+    assert judge(rep, **output_check(path="/data1/share/out", hosts=["node-a", "node-b", "node-c"]))["problems"] == []
+
+
+def test_a_working_directory_rank_0_cannot_write_is_named_as_such():
+    rep = report()
+    rep["local"]["writable"] = {"/data1/artifacts/code": "/data1/artifacts/code is not writable by root here"}
+    [problem] = judge(rep, **output_check(path="/data1/artifacts/code", kind="workdir"))["problems"]
+    assert "cannot write /data1/artifacts/code, the run's working directory, where the command writes" in problem
+
+
+def test_a_probe_that_did_not_read_the_output_directory_is_refused():
+    rep = report()
+    del rep["local"]["writable"]
+    [problem] = judge(rep)["problems"]
+    assert "cannot write /data1/artifacts/runs, the bundled example writes its output below it: not read" in problem
