@@ -168,6 +168,31 @@ def counts(hosts: Any, np: Any = 0, min_np: Any = 0, max_np: Any = 0) -> dict[st
     }
 
 
+# What a directory name of ours may not hold (paths.COMPONENT_RE).
+NOT_IN_A_NAME_RE = re.compile(r"[^A-Za-z0-9._+@-]+")
+
+
+def code_dir_name(repo: str) -> str:
+    """The directory a repository is checked out into by default, as git clone names it: the last
+    component of its URL or path without ``.git`` (``https://example.org/ml/train.git`` and
+    ``git@host:ml/train`` give ``train``), other characters than a path allows made ``-``; ``code``
+    when nothing is left."""
+    path = str(strip_slash(str(repo).strip())).removesuffix("/.git").removesuffix(".git")
+    name = re.split(r"[/:]", path)[-1]
+    name = NOT_IN_A_NAME_RE.sub("-", name).strip("-")
+    return name if name and not name.startswith(".") else "code"
+
+
+def code_dest(inputs: Mapping[str, Any]) -> str:
+    """Where the training code is checked out: the given directory, else a directory of its own per
+    repository (``code/<name>``) in the artifact directory (else the share); "" without a repository."""
+    if not inputs["code_repo"]:
+        return ""
+    given = str(inputs["code_dest"] or "")
+    root = inputs["artifact_dir"] or inputs["share_dir"]
+    return given or f"{root}/code/{code_dir_name(str(inputs['code_repo']))}"
+
+
 def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """What the role's inputs (PLAN_KEYS: its variables without the prefix, and ``master``) decide before
     any host is read: the counts, the host of each rank and ``-H``, the working directory (the given one,
@@ -180,7 +205,7 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if inputs["workdir"]:
         workdir = str(inputs["workdir"])
     else:
-        workdir = str(inputs["code_dest"] if inputs["code_repo"] else inputs["artifact_dir"] or inputs["share_dir"])
+        workdir = code_dest(inputs) or str(inputs["artifact_dir"] or inputs["share_dir"])
     command, example_args = list(inputs["command"] or []), list(inputs["example_args"] or [])
     elastic = boolean(inputs["elastic"], strict=True)
     cooldown = [int(value) for value in inputs["elastic_cooldown"]]
@@ -213,6 +238,7 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "command": [str(word) for word in command],
         "example_args": [str(word) for word in example_args],
         "code_repo": str(inputs["code_repo"] or ""),
+        "code_dest": code_dest(inputs),
         "share_dir": str(inputs["share_dir"]),
         "output_dir": output_dir,
         "runs_dir": str(inputs["runs_dir"]),

@@ -314,7 +314,7 @@ def _below_artifacts(name: str) -> Value:
 def _artifacts(name: str) -> Input:
     """A launch directory in the artifact directory, unless the inventory places it."""
     variable = f"horovod_launch_{name}"
-    below = {"runs_dir": "runs", "example_dir": "examples", "code_dest": "workspace"}[name]
+    below = {"runs_dir": "runs", "example_dir": "examples"}[name]
     return Input(_own(variable, _below_artifacts(below)), ("horovod_artifact_dir",), honoured=True)
 
 
@@ -365,10 +365,10 @@ INPUTS: dict[str, dict[str, Input]] = {
         "horovod_launch_share_dir": _setting("horovod_share_dir"),
         # What the ranks execute, and the runs' scripts and logs: in the artifact directory, which only
         # the master writes (the role's rules refuse the share unless horovod_launch_allow_share_code).
+        # The code's checkout goes there too, a directory per repository (the role's plan names it).
         "horovod_launch_artifact_dir": _setting("horovod_artifact_dir"),
         "horovod_launch_runs_dir": _artifacts("runs_dir"),
         "horovod_launch_example_dir": _artifacts("example_dir"),
-        "horovod_launch_code_dest": _artifacts("code_dest"),
         "horovod_launch_network_interfaces": _setting("horovod_network_interfaces"),
         "horovod_launch_command": _setting("horovod_train_command"),
         "horovod_launch_run_name": _setting("horovod_run_name"),

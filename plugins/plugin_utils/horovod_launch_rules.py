@@ -359,7 +359,7 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
     out += found
     for name in ON_THE_SHARE:
         value = inputs.get(name, _ABSENT)
-        if value is _ABSENT or (name in (f"{P}workdir", f"{P}output_dir") and value == ""):
+        if value is _ABSENT or (name in (f"{P}workdir", f"{P}output_dir", f"{P}code_dest") and value == ""):
             continue
         # A directory below a bad share is the share's problem, reported once, for the share.
         if share_problem and isinstance(value, str) and isinstance(share, str) and value.startswith(share + "/"):
@@ -449,6 +449,8 @@ def _share_code(inputs: Mapping[str, Any]) -> Problems:
             out.append((name, f"{value!r} is on the share {share!r}; {placed}"))
     if inputs.get(f"{P}workdir") == "" and not inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
         out.append((f"{P}workdir", f"'' is the share {share!r} here (no {P}artifact_dir, no code repository); {fix}"))
+    if inputs.get(f"{P}code_dest") == "" and inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
+        out.append((f"{P}code_dest", f"'' is a directory of the share {share!r} here (no {P}artifact_dir); {fix}"))
     command = inputs.get(f"{P}command")
     if isinstance(command, list | tuple) and all(isinstance(word, str | int | float) for word in command):
         script = _script([str(word) for word in command])

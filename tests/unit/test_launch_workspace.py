@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch
 from checkout import COLLECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,15 +49,24 @@ def origin(tmp_path_factory) -> Path:
     return repo
 
 
-def workspace(tmp_path: Path, origin: Path, version: str, **extra: object) -> tuple[int, str]:
-    dest = tmp_path / "code"
+def workspace(tmp_path: Path, origin: Path, version: str, dest: object = None, **extra: object) -> tuple[int, str]:
+    """The workspace tasks with the checkout directory the plan (assert.yml) gives for `dest` (None: tmp/code;
+    "": the default, a directory per repository in tmp/artifacts)."""
+    dest = tmp_path / "code" if dest is None else dest
     book = tmp_path / "play.yml"
+    inputs = {
+        "code_repo": str(origin),
+        "code_dest": str(dest),
+        "artifact_dir": str(tmp_path / "artifacts"),
+        "share_dir": str(tmp_path),
+    }
     variables = {
         "horovod_launch_share_dir": str(tmp_path),
         "horovod_launch_command": ["python3", "train.py"],
         "horovod_launch_code_repo": str(origin),
         "horovod_launch_code_version": version,
         "horovod_launch_code_dest": str(dest),
+        "__horovod_launch_plan": {"code_dest": horovod_launch.code_dest(inputs)},
         # git is there already (the skip above); the role would otherwise install it.
         "horovod_launch_git_package": "git",
         **extra,
@@ -136,6 +146,17 @@ def test_a_second_repository_in_the_same_directory_is_refused_before_git_runs(tm
     assert f"not of horovod_launch_code_repo ({other})" in out
     assert f"set horovod_launch_code_dest to a new or empty one (e.g. {code}-other)" in out
     assert (code / "train.py").read_text() == "print('v1')\n"
+
+
+def test_by_default_each_repository_has_a_directory_of_its_own(tmp_path, origin):
+    other = small_repo(tmp_path / "other.git", "print('other')\n")
+    assert workspace(tmp_path, origin, "v1", dest="")[0] == 0
+    rc, out = workspace(tmp_path, other, "v1", dest="")
+    assert rc == 0, out
+    code = tmp_path / "artifacts" / "code"
+    assert sorted(p.name for p in code.iterdir()) == sorted([origin.name, "other"])
+    assert (code / origin.name / "train.py").read_text() == "print('v1')\n"
+    assert (code / "other" / "train.py").read_text() == "print('other')\n"
 
 
 def test_a_directory_with_other_files_is_refused_and_left_as_it_is(tmp_path, origin):

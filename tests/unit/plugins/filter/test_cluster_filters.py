@@ -329,7 +329,8 @@ def test_the_artifact_directory_is_exported_and_mounted_read_only():
     assert launch["horovod_launch_artifact_dir"] == "/data1/artifacts"
     assert launch["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
     assert launch["horovod_launch_example_dir"] == "/data1/artifacts/examples"
-    assert launch["horovod_launch_code_dest"] == "/data1/artifacts/workspace"
+    # The checkout's directory, one per repository in the artifact directory, is the role's plan's.
+    assert "horovod_launch_code_dest" not in launch
 
 
 @pytest.mark.parametrize(
@@ -414,10 +415,14 @@ def test_what_nodes_execute_outside_the_artifact_directory_is_a_warning():
 
 
 def test_the_inventory_may_place_the_launch_directories_itself():
-    hostvars = good_hostvars(node_a={"horovod_launch_code_dest": "/data1/artifacts/code/train"})
+    hostvars = good_hostvars(
+        node_a={
+            "horovod_launch_code_dest": "/data1/artifacts/code/train",
+            "horovod_launch_runs_dir": "/data1/artifacts/r",
+        }
+    )
     mapped = inputs("node-a", hostvars)["horovod_launch"]
-    assert mapped["horovod_launch_code_dest"] == "/data1/artifacts/code/train"
-    assert mapped["horovod_launch_runs_dir"] == "/data1/artifacts/runs"
+    assert mapped["horovod_launch_runs_dir"] == "/data1/artifacts/r"
     report = cluster.cluster_report(GOOD_GROUPS, hostvars)
     assert not report["errors"] and not any("horovod_launch_code_dest" in w for w in report["warnings"]), report
     # Still checked by the role's rules: in the artifact directory (the share only when asked for).

@@ -614,3 +614,35 @@ def test_an_empty_repository_has_no_refs_and_text_is_required():
     assert m.code_ref("", "v1")["kind"] == "missing"
     with pytest.raises(ValueError, match="expects the text of git ls-remote"):
         m.code_ref(None, "v1")
+
+
+@pytest.mark.parametrize(
+    ("repo", "name"),
+    [
+        ("https://github.com/horovod/horovod.git", "horovod"),
+        ("https://github.com/horovod/horovod", "horovod"),
+        ("git@gitlab.example:ml/resnet-train.git", "resnet-train"),
+        ("ssh://git@h:2222/ml/train.git/", "train"),
+        ("/data1/src/launch-train", "launch-train"),
+        ("/srv/repo/.git", "repo"),
+        ("file:///srv/git/my model.git", "my-model"),
+        (".git", "code"),
+        ("/", "code"),
+    ],
+)
+def test_a_repository_is_checked_out_under_its_own_name_by_default(repo, name):
+    assert m.code_dir_name(repo) == name
+    plan = m.plan({**PLAN_INPUTS, "code_repo": repo, "code_dest": ""})
+    assert plan["code_dest"] == f"/data1/artifacts/code/{name}"
+    # The working directory follows the checkout (what the guide's example needs: it writes ./checkpoint-*).
+    assert plan["workdir"] == f"/data1/artifacts/code/{name}"
+
+
+def test_a_given_checkout_directory_and_no_repository():
+    assert m.plan({**PLAN_INPUTS, "code_repo": "/r.git", "code_dest": "/data1/artifacts/w"})["code_dest"] == (
+        "/data1/artifacts/w"
+    )
+    assert m.plan({**PLAN_INPUTS, "code_dest": ""})["code_dest"] == ""
+    # Without an artifact directory the share (refused by the rules unless horovod_launch_allow_share_code).
+    shared = m.plan({**PLAN_INPUTS, "code_repo": "/r.git", "code_dest": "", "artifact_dir": ""})
+    assert shared["code_dest"] == "/data1/share/code/r"

@@ -40,7 +40,7 @@ GOOD: dict[str, Any] = {
     "horovod_launch_example_dir": f"{ARTIFACTS}/examples",
     "horovod_launch_code_repo": "",
     "horovod_launch_code_version": "",
-    "horovod_launch_code_dest": f"{ARTIFACTS}/workspace",
+    "horovod_launch_code_dest": "",
     "horovod_launch_ssh_port": 12345,
     "horovod_launch_ssh_identity_file": "/root/.ssh/id_ed25519",
     "horovod_launch_controller": "gloo",
@@ -492,8 +492,27 @@ def test_the_role_defaults_put_what_the_ranks_execute_in_the_artifact_directory(
     role = yaml.safe_load((REPO / "roles/horovod_launch/defaults/main.yml").read_text())
     assert role["horovod_launch_artifact_dir"] == ARTIFACTS
     assert role["horovod_launch_allow_share_code"] is False
-    for name in ("runs_dir", "example_dir", "code_dest"):
+    for name in ("runs_dir", "example_dir"):
         assert role[f"horovod_launch_{name}"].startswith("{{ horovod_launch_artifact_dir or "), name
+    # The checkout: a directory per repository the plan places in the artifact directory.
+    assert role["horovod_launch_code_dest"] == ""
+
+
+def test_the_default_checkout_without_an_artifact_directory_is_code_on_the_share():
+    found = problems(artifact_dir="", runs_dir=f"{SHARE}/runs", example_dir=f"{SHARE}/examples", code_repo="/r.git")
+    assert ("horovod_launch_code_dest" in [v for v, _unused in found]) and any(
+        "'' is a directory of the share '/data1/share' here (no horovod_launch_artifact_dir)" in m
+        for _unused, m in found
+    ), found
+    allowed = problems(
+        artifact_dir="",
+        runs_dir=f"{SHARE}/runs",
+        example_dir=f"{SHARE}/examples",
+        code_repo="/r.git",
+        code_version="v1",
+        allow_share_code=True,
+    )
+    assert allowed == [], allowed
 
 
 def test_an_environment_value_is_never_quoted():
