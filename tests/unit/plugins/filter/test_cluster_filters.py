@@ -536,7 +536,7 @@ def test_a_bad_address_is_named_by_the_nodes_variable_wherever_it_is_refused(var
 
 def test_a_role_variable_the_inventory_places_is_named_as_the_users_own():
     errors = problems_of(GOOD_GROUPS, good_hostvars(node_a={"horovod_launch_code_dest": "/srv/code"}))
-    assert [e.split(":")[0] for e in errors] == ["horovod_launch_code_dest"], errors
+    assert [e.split(":", 1)[0] for e in errors] == ["horovod_launch_code_dest"], errors
 
 
 def context(host, hostvars, groups=None):

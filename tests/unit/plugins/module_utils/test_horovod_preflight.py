@@ -500,7 +500,7 @@ def test_an_elastic_run_needs_its_output_directory_writable_on_every_host():
         path="/data1/artifacts/out", kind="output_dir", hosts=["node-a", "node-b", "node-c"], elastic=True
     )
     problems = judge(rep, **settings)["problems"]
-    assert [p.split(":")[0] for p in problems] == ["node-b (10.0.0.2)", "node-c (10.0.0.3)"], problems
+    assert [p.split(":", 1)[0] for p in problems] == ["node-b (10.0.0.2)", "node-c (10.0.0.3)"], problems
     assert all("the run's output directory (horovod_launch_output_dir)" in p for p in problems)
     assert all("Rank 0 of an elastic run may run on any of its hosts" in p for p in problems)
     assert all("directory on the share (/data1/share), which every host mounts read-write" in p for p in problems)
