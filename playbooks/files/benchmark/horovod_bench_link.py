@@ -10,50 +10,56 @@ nothing is measured and ``reason`` names the hosts. Each iperf3 server serves on
 under ``timeout``; ``left`` names any server still running afterwards. Prints one JSON object.
 """
 
-from __future__ import annotations
-
 import json
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable, Dict, List  # Python 3.6: no PEP 585/604 forms
 
 
 class Hosts:
-    def __init__(self, plan: dict[str, Any]) -> None:
+    def __init__(self, plan: Dict[str, Any]) -> None:
         self.local, self.addresses, self.ssh = plan["local"], plan["hosts"], plan["ssh_argv"]
 
-    def argv(self, host: str, command: list[str]) -> list[str]:
-        return command if host == self.local else [*self.ssh, self.addresses[host], shlex.join(command)]
+    def argv(self, host: str, command: List[str]) -> List[str]:
+        return (
+            command
+            if host == self.local
+            else [*self.ssh, self.addresses[host], " ".join(shlex.quote(word) for word in command)]
+        )
 
-    def run(self, host: str, command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(self, host: str, command: List[str], timeout: float) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(
-                self.argv(host, command), capture_output=True, text=True, timeout=timeout, check=False
+                self.argv(host, command),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                universal_newlines=True,
+                timeout=timeout,
+                check=False,
             )
         except subprocess.TimeoutExpired as exc:
             return subprocess.CompletedProcess(exc.cmd, 124, str(exc.stdout or ""), f"timed out after {timeout:.0f} s")
 
-    def each(self, look: Callable[[str], Any]) -> list[Any]:
+    def each(self, look: Callable[[str], Any]) -> List[Any]:
         with ThreadPoolExecutor(max_workers=8) as pool:
             return list(pool.map(look, list(self.addresses)))
 
 
-def measure(hosts: Hosts, client: str, server: str, plan: dict[str, Any]) -> dict[str, Any]:
+def measure(hosts: Hosts, client: str, server: str, plan: Dict[str, Any]) -> Dict[str, Any]:
     port, seconds = str(plan["port"]), plan["seconds"]
     server_address, client_address = hosts.addresses[server], hosts.addresses[client]
     serving = subprocess.Popen(
         hosts.argv(server, ["timeout", str(seconds + 30), "iperf3", "-s", "-1", "-B", server_address, "-p", port]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
+        universal_newlines=True,
     )
     command = ["iperf3", "-c", server_address, "-B", client_address, "-p", port,
                "-t", str(seconds), "-P", str(plan["streams"]), "-J"]  # fmt: skip
-    result: dict[str, Any] = {"bits_per_second": None, "error": None}
+    result: Dict[str, Any] = {"bits_per_second": None, "error": None}
     deadline = time.monotonic() + 15
     while True:
         res = hosts.run(client, command, timeout=seconds + 30)
@@ -80,10 +86,10 @@ def measure(hosts: Hosts, client: str, server: str, plan: dict[str, Any]) -> dic
     return result
 
 
-def main(plan: dict[str, Any]) -> dict[str, Any]:
+def main(plan: Dict[str, Any]) -> Dict[str, Any]:
     hosts = Hosts(plan)
-    out: dict[str, Any] = {key: plan[key] for key in ("port", "seconds", "streams")}
-    out |= {"tool": "iperf3", "reason": None, "missing": [], "pairs": [], "left": {}}
+    out: Dict[str, Any] = {key: plan[key] for key in ("port", "seconds", "streams")}
+    out.update({"tool": "iperf3", "reason": None, "missing": [], "pairs": [], "left": {}})
     found = hosts.each(lambda host: (host, hosts.run(host, ["sh", "-c", "command -v iperf3"], timeout=60)))
     # command -v: 1 (bash) or 127 (dash) when there is no such command; ssh fails with 255.
     out["missing"] = [host for host, res in found if res.returncode in (1, 127)]

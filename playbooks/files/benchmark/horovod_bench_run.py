@@ -13,15 +13,13 @@ synthetic: as Horovod's examples/pytorch/pytorch_synthetic_benchmark.py, a torch
 on one random batch with DistributedOptimizer, --batches timed after --warmup-batches.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os
 import platform
 import socket
 import time
-from typing import Any
+from typing import Any, Dict  # Python 3.6: no PEP 585/604 forms
 
 import horovod.torch as hvd
 import torch
@@ -34,7 +32,8 @@ def parse_args() -> argparse.Namespace:
     common.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     common.add_argument("--output-dir", default=os.environ.get("HOROVOD_LAUNCH_RUN_DIR", "."))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    steps = parser.add_subparsers(dest="step", required=True)
+    steps = parser.add_subparsers(dest="step")
+    steps.required = True  # add_subparsers(required=) is Python 3.7's
     allreduce = steps.add_parser("allreduce", parents=[common])
     allreduce.add_argument("--sizes", required=True, help="message sizes in bytes, comma-separated (multiples of 4)")
     allreduce.add_argument("--iters", type=int, default=50, help="most timed allreduces per size")
@@ -63,7 +62,7 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def about(device: torch.device) -> dict[str, Any]:
+def about(device: torch.device) -> Dict[str, Any]:
     backend = "nccl" if device.type == "cuda" and hvd.nccl_built() else ("mpi" if hvd.mpi_enabled() else "gloo")
     return {"np": hvd.size(), "device": device.type, "backend": backend, "torch": torch.__version__,
             "python": platform.python_version()}  # fmt: skip
@@ -72,10 +71,10 @@ def about(device: torch.device) -> dict[str, Any]:
 def nccl_version() -> str:
     """NCCL's version as torch reports it: a tuple (torch 1.10 and later), a packed number before."""
     version = torch.cuda.nccl.version()
-    return ".".join(map(str, version)) if isinstance(version, tuple | list) else str(version)
+    return ".".join(map(str, version)) if isinstance(version, (tuple, list)) else str(version)
 
 
-def allreduce(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+def allreduce(args: argparse.Namespace, device: torch.device) -> Dict[str, Any]:
     results = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         tensor = torch.zeros(size // 4, dtype=torch.float32, device=device)  # zeros: the sum stays finite
@@ -102,7 +101,7 @@ def allreduce(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
             "hosts_by_rank": hvd.allgather_object(socket.gethostname()), "results": results}  # fmt: skip
 
 
-def synthetic(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+def synthetic(args: argparse.Namespace, device: torch.device) -> Dict[str, Any]:
     if device.type == "cpu":
         # Each process gets its share of this host's cores, as Horovod's example leaves to the user.
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, hvd.local_size())))

@@ -20,16 +20,14 @@ answers right now); 1 only when discovery.json cannot be read, which horovodrun 
 misconfiguration on its first call (the run stops at once) and as a passing error later.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable, List, Sequence  # Python 3.6: no PEP 585/604 forms
 
 CONFIG = "discovery.json"
 CURRENT = "hosts.current"
@@ -52,7 +50,7 @@ def answers(ssh: Sequence[str], address: str, timeout: float) -> bool:
     return done.returncode == 0
 
 
-def discover(config: dict, ask: Callable[[Sequence[str], str, float], bool] = answers) -> list[str]:
+def discover(config: dict, ask: Callable[[Sequence[str], str, float], bool] = answers) -> List[str]:
     """``ADDRESS:SLOTS`` of every host of `config` that answers, in the order of the inventory."""
     hosts = config["hosts"]
     if not hosts:
@@ -60,10 +58,10 @@ def discover(config: dict, ask: Callable[[Sequence[str], str, float], bool] = an
     timeout = float(config.get("timeout", 5))
     with ThreadPoolExecutor(max_workers=min(len(hosts), 32)) as pool:
         alive = list(pool.map(lambda host: ask(config["ssh"], host["address"], timeout), hosts))
-    return [f"{host['address']}:{int(host['slots'])}" for host, up in zip(hosts, alive, strict=True) if up]
+    return [f"{host['address']}:{int(host['slots'])}" for host, up in zip(hosts, alive) if up]
 
 
-def record(run_dir: Path, lines: list[str], now: float) -> bool:
+def record(run_dir: Path, lines: List[str], now: float) -> bool:
     """Write the host set into hosts.current and hosts.log when it changed; whether it did."""
     current = run_dir / CURRENT
     try:
@@ -79,7 +77,7 @@ def record(run_dir: Path, lines: list[str], now: float) -> bool:
     return True
 
 
-def main(argv: list[str]) -> int:
+def main(argv: List[str]) -> int:
     run_dir = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent
     try:
         config = json.loads((run_dir / CONFIG).read_text())

@@ -13,8 +13,6 @@ what ``horovodrun --check-build`` printed (kept in CHECK_BUILD_CACHE until the i
 Python's standard library suffices; the judgement is plugins/module_utils/horovod_preflight.py's.
 """
 
-from __future__ import annotations
-
 import argparse
 import array
 import contextlib
@@ -31,14 +29,16 @@ import stat
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Tuple  # noqa: UP035 - see Marker
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple  # Python 3.6: no PEP 585/604 forms
 
 SIOCGIFADDR = 0x8915
-# (path of a marker file, the token it holds). typing.Tuple: this runs with the image's python3, which may be
-# 3.7 (a subscripted builtin is 3.9's).
-Marker = Tuple[str, str]  # noqa: UP006
+# (path of a marker file, the token it holds).
+Marker = Tuple[str, str]
+# A file on the share is opened without following a link, blocking on a FIFO or becoming a terminal; one
+# this probe writes is a new name, created exclusively. (novermin: vermin's union-types check reads any |.)
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY  # novermin
+CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY  # novermin
 # Where the answer of `horovodrun --check-build` is kept, in the container (a new container, from a
 # new image, starts without it).
 CHECK_BUILD_CACHE = "/root/.cache/multinode-horovod/check-build.json"
@@ -79,7 +79,7 @@ def redact(args: str) -> str:
     return ASSIGNMENT.sub(lambda match: f"{match.group(1)}=...", args)
 
 
-def interface_addresses() -> dict[str, list[str]]:
+def interface_addresses() -> Dict[str, List[str]]:
     """IPv4 addresses per interface: psutil when present (Horovod needs it), else ioctl."""
     try:
         import psutil  # noqa: PLC0415 - optional; Horovod images have it
@@ -90,7 +90,7 @@ def interface_addresses() -> dict[str, list[str]]:
         }
     except ImportError:
         pass
-    result: dict[str, list[str]] = {}
+    result: Dict[str, List[str]] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for _unused, name in socket.if_nameindex():
             request = array.array("B", struct.pack("256s", name.encode()[:15]))
@@ -102,7 +102,7 @@ def interface_addresses() -> dict[str, list[str]]:
     return result
 
 
-def resolve(address: str) -> str | None:
+def resolve(address: str) -> Optional[str]:
     try:
         return socket.gethostbyname(address)
     except OSError:
@@ -117,7 +117,7 @@ def shm_bytes(path: str = "/dev/shm") -> int:
     return stats.f_blocks * stats.f_frsize
 
 
-def launcher_processes() -> list[str]:
+def launcher_processes() -> List[str]:
     """Command lines of the horovodrun launchers running in this container (not their ranks), and
     of the wrapper scripts horovod_launch starts them with (``<run dir>/horovod-launch.sh``)."""
     found = []
@@ -145,13 +145,13 @@ def _parent(pid: int) -> int:
         return 0
 
 
-def processes() -> list[dict[str, object]]:
+def processes() -> List[Dict[str, object]]:
     """pid and command line of every process here except this probe and its ancestors."""
     mine, pid = set(), os.getpid()
     while pid > 1 and pid not in mine:
         mine.add(pid)
         pid = _parent(pid)
-    found: list[dict[str, object]] = []
+    found: List[Dict[str, object]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in mine:
             continue
@@ -170,9 +170,9 @@ def horovod_version() -> str:
     pkg_resources before it."""
     package = "horovod"
     try:
-        from importlib import metadata  # noqa: PLC0415 - Python 3.8
+        from importlib import metadata  # noqa: PLC0415 # novermin - Python 3.8
     except ImportError:
-        import pkg_resources  # noqa: PLC0415 - Python 3.7 images
+        import pkg_resources  # noqa: PLC0415 - Python 3.6 and 3.7 images
 
         try:
             return pkg_resources.get_distribution(package).version
@@ -190,7 +190,7 @@ def marker_state(path: str, token: str) -> str:
     Root on a worker may replace the marker on the share: a link, a FIFO or a device there is not
     opened through or read (as plugins/modules/share_marker.py reads the site's markers)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+        fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
         return "missing"
     except OSError as exc:
@@ -205,19 +205,21 @@ def marker_state(path: str, token: str) -> str:
         os.close(fd)
 
 
-def _run(argv: list[str], timeout: float) -> tuple[int, str, str]:
+def _run(argv: List[str], timeout: float) -> Tuple[int, str, str]:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 127, "", str(exc)
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def gpus(frameworks: Sequence[str] = ()) -> dict[str, object]:
+def gpus(frameworks: Sequence[str] = ()) -> Dict[str, object]:
     """The GPUs this container sees (``devices``: index, name, compute capability), the CUDA version the
     driver supports and, when there is a GPU, what each of `frameworks` was built for (``frameworks``:
     version, cuda, arch_list, device_count, or error). No nvidia-smi: no GPU, nothing else is read."""
-    result: dict[str, object] = {"devices": [], "driver_cuda": "", "frameworks": {}, "error": ""}
+    result: Dict[str, object] = {"devices": [], "driver_cuda": "", "frameworks": {}, "error": ""}
     if not shutil.which("nvidia-smi"):
         return result
     rc, out, err = _run(NVIDIA_SMI_QUERY, 60)
@@ -238,7 +240,7 @@ def gpus(frameworks: Sequence[str] = ()) -> dict[str, object]:
         return result
     match = DRIVER_CUDA_RE.search(_run(["nvidia-smi"], 60)[1])
     result["driver_cuda"] = match.group(1) if match else ""
-    read: dict[str, object] = {}
+    read: Dict[str, object] = {}
     for framework in frameworks:
         code = FRAMEWORK_GPU_CODE.get(framework)
         if code is None:
@@ -266,7 +268,7 @@ def writable(path: str) -> str:
         if parent == here:
             return "no directory above it exists"
         here = parent
-    if os.access(here, os.W_OK | os.X_OK):
+    if os.access(here, os.W_OK | os.X_OK):  # novermin
         return "ok"
     try:
         read_only = bool(os.statvfs(here).f_flag & os.ST_RDONLY)
@@ -278,12 +280,12 @@ def writable(path: str) -> str:
 
 
 def probe(
-    addresses: list[str],
-    paths: list[str],
+    addresses: List[str],
+    paths: List[str],
     markers: Sequence[Marker] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
-) -> dict[str, object]:
+) -> Dict[str, object]:
     interfaces = interface_addresses()
     holders = {ip: name for name, ips in sorted(interfaces.items(), reverse=True) for ip in ips}
     resolved = {address: resolve(address) for address in addresses}
@@ -318,7 +320,7 @@ def own_source() -> str:
         return handle.read()
 
 
-def build_key() -> dict[str, object]:
+def build_key() -> Dict[str, object]:
     """What the answer of `horovodrun --check-build` depends on: Horovod's version, the horovodrun
     found on PATH and the directories Python imports from (installing or removing a package
     changes its directory's modification time)."""
@@ -331,7 +333,7 @@ def build_key() -> dict[str, object]:
     return {"horovod_version": horovod_version(), "horovodrun": horovodrun, "stamps": stamps}
 
 
-def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[str, object]:
+def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> Dict[str, object]:
     """rc, stdout and stderr of `horovodrun --check-build`, from the cache when nothing it depends
     on changed since a run that succeeded (a failure is asked again every time)."""
     key = build_key()
@@ -347,7 +349,13 @@ def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[st
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
         proc = subprocess.run(
-            ["horovodrun", "--check-build"], capture_output=True, text=True, timeout=timeout, check=False, env=env
+            ["horovodrun", "--check-build"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=timeout,
+            check=False,
+            env=env,
         )
         result = {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
     except FileNotFoundError:
@@ -366,16 +374,16 @@ def check_build(cache: str = CHECK_BUILD_CACHE, timeout: float = 300) -> dict[st
 
 
 def probe_remote(
-    ssh: list[str],
+    ssh: List[str],
     address: str,
-    paths: list[str],
+    paths: List[str],
     source: str,
     timeout: float,
     *,
     markers: Sequence[Marker] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
-) -> dict[str, object]:
+) -> Dict[str, object]:
     """Run this program in the container at `address` over the containers' ssh; its rc and output."""
     args = ["--address", address] + [word for path in paths for word in ("--path", path)]
     args += [f"--writable={path}" for path in writable_paths]
@@ -384,7 +392,13 @@ def probe_remote(
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
     try:
         proc = subprocess.run(
-            [*ssh, address, command], input=source, capture_output=True, text=True, timeout=timeout, check=False
+            [*ssh, address, command],
+            input=source,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return {"rc": 124, "stdout": "", "stderr": f"no answer within {timeout:.0f} s"}
@@ -392,11 +406,11 @@ def probe_remote(
 
 
 @contextlib.contextmanager
-def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
+def share_marker(directories: Sequence[str]) -> Iterator[List[Marker]]:
     """A marker file with a fresh token in each of `directories` (the share, the artifact directory)
     while the hosts are probed; a directory that is missing or that this host cannot write gets none."""
     token = secrets.token_hex(16)
-    markers: list[Marker] = []
+    markers: List[Marker] = []
     try:
         for directory in directories:
             if not directory or not os.path.isdir(directory):
@@ -404,7 +418,7 @@ def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
             path = os.path.join(directory, f".multinode-horovod-preflight-{token[:12]}")
             # A fresh name, created exclusively: never written through what someone planted there.
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY, 0o644)
+                fd = os.open(path, CREATE_FLAGS, 0o644)
             except OSError:
                 continue
             markers.append((path, token))
@@ -418,16 +432,16 @@ def share_marker(directories: Sequence[str]) -> Iterator[list[Marker]]:
 
 
 def survey(
-    hosts: list[tuple[str, str]],
-    paths: list[str],
-    ssh: list[str],
+    hosts: List[Tuple[str, str]],
+    paths: List[str],
+    ssh: List[str],
     timeout: float,
     with_build: bool,
     *,
     shares: Sequence[str] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
-) -> dict[str, object]:
+) -> Dict[str, object]:
     """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
     also reads back the markers written first in `shares`."""
     with share_marker(shares) as markers:
@@ -444,16 +458,16 @@ def survey(
 
 
 def _survey(
-    hosts: list[tuple[str, str]],
-    paths: list[str],
-    ssh: list[str],
+    hosts: List[Tuple[str, str]],
+    paths: List[str],
+    ssh: List[str],
     timeout: float,
     with_build: bool,
     *,
     markers: Sequence[Marker],
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
-) -> dict[str, object]:
+) -> Dict[str, object]:
     local = probe([address for _unused, address in hosts], paths, markers, frameworks, writable_paths)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
@@ -463,7 +477,7 @@ def _survey(
     with ThreadPoolExecutor(max_workers=min(32, len(others)) + 1) as pool:
         build = pool.submit(check_build) if with_build else None
 
-        def ask(host: tuple[str, str]) -> dict[str, object]:
+        def ask(host: Tuple[str, str]) -> Dict[str, object]:
             return {
                 "name": host[0],
                 "address": host[1],
@@ -480,7 +494,7 @@ def _survey(
             }
 
         remotes = list(pool.map(ask, others))
-    report: dict[str, object] = {
+    report: Dict[str, object] = {
         "local": local,
         "local_names": local_names,
         "remotes": remotes,
@@ -498,21 +512,21 @@ def ssh_found(wrapper: str) -> str:
     return shutil.which("ssh", path=path) or ""
 
 
-def host_entry(text: str) -> tuple[str, str]:
+def host_entry(text: str) -> Tuple[str, str]:
     name, sep, address = text.rpartition("=")
     if not sep or not name or not address:
         raise argparse.ArgumentTypeError(f"not NAME=ADDRESS: {text!r}")
     return name, address
 
 
-def marker_entry(text: str) -> tuple[str, str]:
+def marker_entry(text: str) -> Tuple[str, str]:
     path, sep, token = text.rpartition("=")
     if not sep or not path or not token:
         raise argparse.ArgumentTypeError(f"not PATH=TOKEN: {text!r}")
     return path, token
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--address", action="append", default=[], help="an address to resolve and locate here")
     parser.add_argument("--path", action="append", default=[], help="a directory that must exist here")

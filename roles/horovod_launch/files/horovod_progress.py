@@ -11,12 +11,11 @@ Ss, seen X.XXs after the end[, stopped]``); a run that ended adds ``rc``, ``dura
 ``stopped`` (playbooks/stop.yml marked it).
 """
 
-from __future__ import annotations
-
 import json
 import sys
 import time
 from pathlib import Path
+from typing import Dict, List, Optional  # Python 3.6: no PEP 585/604 forms
 
 LAST_LINE_MAX = 160
 TAIL_BYTES = 8192
@@ -24,7 +23,7 @@ TAIL_BYTES = 8192
 TICK = 0.25
 
 
-def read_int(path: Path) -> int | None:
+def read_int(path: Path) -> Optional[int]:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
@@ -47,7 +46,7 @@ def last_line(path: Path) -> str:
     return ""
 
 
-def status(run_dir: Path, now: float) -> dict[str, object]:
+def status(run_dir: Path, now: float) -> Dict[str, object]:
     rc = read_int(run_dir / "rc")
     started = read_int(run_dir / "started")
     if rc is not None:
@@ -73,7 +72,7 @@ def status(run_dir: Path, now: float) -> dict[str, object]:
     return {"ended": False, "line": f"running {max(0, int(now) - started)}s | {line}"}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: List[str]) -> int:
     if len(argv) != 2:
         print("usage: horovod_progress.py RUN_DIR WAIT_SECONDS", file=sys.stderr)
         return 2

@@ -17,8 +17,6 @@ A process belongs to a run when its environment holds ``HOROVOD_LAUNCH_RUN_DIR=R
 script exports it and horovodrun passes it on to every rank. Nothing else in the containers is touched.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re
@@ -29,6 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple  # Python 3.6: no PEP 585/604 forms
 
 RUN_ENV = "HOROVOD_LAUNCH_RUN_DIR"
 SCRIPT = "horovod-launch.sh"
@@ -46,11 +45,11 @@ def redact(args: str) -> str:
     return ASSIGNMENT.sub(lambda match: f"{match.group(1)}=...", args)
 
 
-def _proc_pids() -> list[int]:
+def _proc_pids() -> List[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
-def _read(path: str) -> bytes | None:
+def _read(path: str) -> Optional[bytes]:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -58,7 +57,7 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def lineage() -> set[int]:
+def lineage() -> Set[int]:
     """This process and its ancestors (never signalled, never counted)."""
     pids, pid = set(), os.getpid()
     while pid > 1 and pid not in pids:
@@ -71,7 +70,7 @@ def lineage() -> set[int]:
     return pids
 
 
-def environ(pid: int) -> dict[str, str]:
+def environ(pid: int) -> Dict[str, str]:
     raw = _read(f"/proc/{pid}/environ") or b""
     out = {}
     for item in raw.split(b"\0"):
@@ -81,11 +80,11 @@ def environ(pid: int) -> dict[str, str]:
     return out
 
 
-def cmdline(pid: int) -> list[str]:
+def cmdline(pid: int) -> List[str]:
     return [a.decode(errors="replace") for a in (_read(f"/proc/{pid}/cmdline") or b"").split(b"\0") if a]
 
 
-def run_processes(run_dir: str) -> list[dict[str, object]]:
+def run_processes(run_dir: str) -> List[Dict[str, object]]:
     """The processes here that belong to the run: pid, rank (None for the launcher's own) and args."""
     mine = lineage()
     found = []
@@ -106,14 +105,14 @@ def launcher_running(run_dir: str) -> bool:
     return any(script in cmdline(pid)[:3] for pid in _proc_pids() if pid != os.getpid())
 
 
-def _int(path: Path) -> int | None:
+def _int(path: Path) -> Optional[int]:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
 
 
-def _tail(path: Path, lines: int) -> list[str]:
+def _tail(path: Path, lines: int) -> List[str]:
     try:
         with path.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -124,9 +123,9 @@ def _tail(path: Path, lines: int) -> list[str]:
     return text.splitlines()[-lines:]
 
 
-def hostfile_ranks(path: Path) -> list[str]:
+def hostfile_ranks(path: Path) -> List[str]:
     """The host of each rank, in rank order, from the run's hostfile (``ADDRESS slots=N`` lines)."""
-    hosts: list[str] = []
+    hosts: List[str] = []
     try:
         text = path.read_text()
     except OSError:
@@ -143,7 +142,7 @@ def hostfile_ranks(path: Path) -> list[str]:
     return hosts
 
 
-def elastic_hosts(run_dir: Path) -> dict[str, object]:
+def elastic_hosts(run_dir: Path) -> Dict[str, object]:
     """An elastic run's host set now and how it changed (its discovery script's hosts.current and hosts.log).
 
     ``{}`` for a run that is not elastic (no discovery.json); else ``elastic``, ``current_hosts`` (the
@@ -164,7 +163,7 @@ def elastic_hosts(run_dir: Path) -> dict[str, object]:
     return {"elastic": True, "current_hosts": hosts, "hosts_since": since, "host_sets": sets}
 
 
-def run_status(run_dir: Path, running: bool, now: float) -> dict[str, object]:
+def run_status(run_dir: Path, running: bool, now: float) -> Dict[str, object]:
     started, finished, rc = _int(run_dir / "started"), _int(run_dir / "finished"), _int(run_dir / "rc")
     stopped = (run_dir / "stopped").exists()
     if running:
@@ -193,7 +192,7 @@ def run_status(run_dir: Path, running: bool, now: float) -> dict[str, object]:
     }
 
 
-def status(runs_dir: str) -> list[dict[str, object]]:
+def status(runs_dir: str) -> List[Dict[str, object]]:
     root = Path(runs_dir)
     try:
         dirs = sorted(p for p in root.iterdir() if (p / SCRIPT).is_file())
@@ -223,14 +222,21 @@ def own_source() -> str:
     return argv[2] if len(argv) > 2 and argv[1] == "-c" else Path(__file__).read_text()
 
 
-def remote(ssh: list[str], address: str, args: list[str], source: str) -> tuple[int, str, str]:
+def remote(ssh: List[str], address: str, args: List[str], source: str) -> Tuple[int, str, str]:
     """Run this program with `args` in the container at `address`, over the containers' ssh."""
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
-    proc = subprocess.run([*ssh, address, command], input=source, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [*ssh, address, command],
+        input=source,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        check=False,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def send(processes: list[dict[str, object]], signum: int) -> list[dict[str, object]]:
+def send(processes: List[Dict[str, object]], signum: int) -> List[Dict[str, object]]:
     """Send `signum` to each process; those that were still there to get it."""
     reached = []
     for process in processes:
@@ -242,7 +248,7 @@ def send(processes: list[dict[str, object]], signum: int) -> list[dict[str, obje
     return reached
 
 
-def local_stop(run_dir: str, grace: float) -> dict[str, object]:
+def local_stop(run_dir: str, grace: float) -> Dict[str, object]:
     """SIGTERM every process of the run here, SIGKILL what is left after `grace` seconds."""
     terminated = send(run_processes(run_dir), signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -260,16 +266,16 @@ def local_stop(run_dir: str, grace: float) -> dict[str, object]:
     }
 
 
-def local_ranks(run_dir: str) -> dict[str, object]:
+def local_ranks(run_dir: str) -> Dict[str, object]:
     ranks = sorted({p["rank"] for p in run_processes(run_dir) if p["rank"] is not None})  # type: ignore[type-var]
     return {"host": socket.gethostname(), "ranks": ranks}
 
 
-def _others(addresses: list[str]) -> list[str]:
+def _others(addresses: List[str]) -> List[str]:
     return [a for a in dict.fromkeys(addresses) if not is_local(a)]
 
 
-def _remote_json(ssh: list[str], address: str, args: list[str], source: str) -> dict[str, object]:
+def _remote_json(ssh: List[str], address: str, args: List[str], source: str) -> Dict[str, object]:
     rc, out, err = remote(ssh, address, args, source)
     if rc != 0:
         return {"host": address, "error": f"rc {rc}: {err.strip()[-300:]}"}
@@ -279,11 +285,11 @@ def _remote_json(ssh: list[str], address: str, args: list[str], source: str) -> 
         return {"host": address, "error": f"unreadable answer: {out.strip()[-300:]}"}
 
 
-def up(run_dir: str, np: int, wait: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
+def up(run_dir: str, np: int, wait: float, ssh: List[str], addresses: List[str]) -> Dict[str, object]:
     """Wait until every rank has been seen running somewhere (or the run ended, or `wait` passed)."""
     source, others = own_source(), _others(addresses)
-    seen: dict[str, set[int]] = {}
-    errors: dict[str, str] = {}
+    seen: Dict[str, Set[int]] = {}
+    errors: Dict[str, str] = {}
     deadline = time.monotonic() + wait
     next_remote = 0.0
     while True:
@@ -309,7 +315,7 @@ def up(run_dir: str, np: int, wait: float, ssh: list[str], addresses: list[str])
         time.sleep(TICK)
 
 
-def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> dict[str, object]:
+def stop(run_dir: str, grace: float, ssh: List[str], addresses: List[str]) -> Dict[str, object]:
     """End every process of the run on every node, then wait (grace + 10 s at most) for its rc.
 
     ``clean`` tells whether nothing of the run is left and its rc is recorded; ``problem`` says what is
@@ -350,7 +356,7 @@ def stop(run_dir: str, grace: float, ssh: list[str], addresses: list[str]) -> di
     }
 
 
-def main(argv: list[str]) -> int:
+def main(argv: List[str]) -> int:
     usage = (
         "usage: horovod_run.py status RUNS_DIR | up RUN_DIR NP WAIT SSH_JSON ADDRESS... | "
         "stop RUN_DIR GRACE SSH_JSON ADDRESS... | local-ranks RUN_DIR | local-stop RUN_DIR GRACE"

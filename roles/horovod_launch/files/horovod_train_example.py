@@ -28,15 +28,13 @@ of tensors); ``hvd.Max`` and ``allgather_object`` came later.
 Run it under horovodrun, for example ``horovodrun -np 2 -H localhost:2 python3 horovod_train_example.py``.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from typing import List, NamedTuple, Optional  # Python 3.6: no PEP 585/604 forms
 
 import horovod.torch as hvd
 import torch
@@ -49,7 +47,7 @@ EXIT_DIVERGED = 4
 FEATURES = 32
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3, help="passes over the synthetic data")
     parser.add_argument("--steps-per-epoch", type=int, default=20, help="batches per epoch and rank")
@@ -88,7 +86,7 @@ def allreduce_mean(tensor: torch.Tensor, name: str) -> torch.Tensor:
     return hvd.allreduce(tensor, name=name)  # the average, by default on every release
 
 
-def gather_hostnames() -> list[str]:
+def gather_hostnames() -> List[str]:
     """Every rank's host name, in rank order (allgather of tensors, as 0.18.2 has it)."""
     encoded = socket.gethostname().encode()[:HOSTNAME_BYTES]
     row = torch.zeros(1, HOSTNAME_BYTES, dtype=torch.uint8)
@@ -110,8 +108,7 @@ def check_allreduce(device: torch.device) -> float:
     return value
 
 
-@dataclass
-class Job:
+class Job(NamedTuple):
     """What every rank trains: the model, its Horovod optimizer, the problem's true weights, the device."""
 
     model: nn.Module
@@ -177,7 +174,7 @@ def train(args: argparse.Namespace, device: torch.device) -> float:
     return mean_loss
 
 
-def train_elastic(args: argparse.Namespace, device: torch.device, sizes: list[int]) -> float:
+def train_elastic(args: argparse.Namespace, device: torch.device, sizes: List[int]) -> float:
     """Training as an elastic job: state committed every --commit-every batches, the world rebuilt on change."""
     job = build(args, device)
     state = hvd.elastic.TorchState(model=job.model, optimizer=job.optimizer, epoch=1, batch=0, loss=0.0)
@@ -213,12 +210,12 @@ def train_elastic(args: argparse.Namespace, device: torch.device, sizes: list[in
     return run(state)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     hvd.init()
     device = pick_device(args.device)
     log(f"started: local rank {hvd.local_rank()}, device {device}, pid {os.getpid()}, torch {torch.__version__}")
-    sizes: list[int] = []
+    sizes: List[int] = []
     if args.elastic:
         if args.commit_every < 1:
             raise SystemExit("--commit-every must be 1 or more")

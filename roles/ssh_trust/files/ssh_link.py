@@ -8,15 +8,14 @@ REAL_SSH``, MODE ``read`` or ``link``). Prints JSON ``{"before": STATE, "after":
 REAL_SSH"]`` (which ssh the container's PATH finds). A file at LINK that is not a link is never replaced.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import shutil
 import sys
+from typing import Dict, List  # Python 3.6: no PEP 585/604 forms
 
 
-def state(link: str, real_ssh: str) -> list[str]:
+def state(link: str, real_ssh: str) -> List[str]:
     if os.path.islink(link):
         found = f"link {os.readlink(link)}"
     elif os.path.lexists(link):
@@ -27,7 +26,7 @@ def state(link: str, real_ssh: str) -> list[str]:
     return [found, first]
 
 
-def run(mode: str, link: str, wrapper: str, real_ssh: str) -> dict[str, list[str]]:
+def run(mode: str, link: str, wrapper: str, real_ssh: str) -> Dict[str, List[str]]:
     before = state(link, real_ssh)
     if mode == "link" and before[0] != f"link {wrapper}" and (os.path.islink(link) or not os.path.lexists(link)):
         os.makedirs(os.path.dirname(link), exist_ok=True)

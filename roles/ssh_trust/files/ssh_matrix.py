@@ -8,12 +8,11 @@ NODE...``): ``ssh -n -o BatchMode=yes -o ConnectTimeout=TIMEOUT NODE true`` to e
 and the client config. Prints JSON ``{node: "ok" or the last two lines of ssh's error}``.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import subprocess
 import sys
+from typing import Dict, List  # Python 3.6: no PEP 585/604 forms
 
 
 def error(output: bytes) -> str:
@@ -21,7 +20,7 @@ def error(output: bytes) -> str:
     return re.sub(r"[\t\r\n]", " ", "\n".join(lines)).strip() or "ssh failed"
 
 
-def row(timeout: str, nodes: list[str]) -> dict[str, str]:
+def row(timeout: str, nodes: List[str]) -> Dict[str, str]:
     argv = ["ssh", "-n", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}"]
     runs = {
         node: subprocess.Popen(

@@ -1,0 +1,88 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What runs with an image's python3 needs nothing past Python 3.6, the guide's image's.
+
+The guide's ``horovod/horovod:0.18.2-tf2.0.0-torch1.3.0-mxnet1.5.0-py3.6-gpu`` has Python 3.6, and the
+preflight's probe, the run helpers, ssh_trust's link and matrix scripts and the benchmark's in-container
+steps run there. No Python 3.6 can be had on these machines (Debian 12's mirror and PyPI only), so this
+checks it the two ways that need none: the grammar of 3.6 (``ast.parse(feature_version=(3, 6))``) and
+vermin's table of what each standard-library name, argument and built-in form needs (annotations
+included, since without ``from __future__ import annotations``, which 3.6 lacks, they are evaluated).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from checkout import REPO
+
+# Run by `python3` inside the Horovod containers (docker_container_exec, horovodrun's ranks, ssh).
+IMAGE_PYTHON = [
+    "roles/horovod_launch/files/horovod_discover.py",
+    "roles/horovod_launch/files/horovod_probe.py",
+    "roles/horovod_launch/files/horovod_progress.py",
+    "roles/horovod_launch/files/horovod_run.py",
+    "roles/horovod_launch/files/horovod_train_example.py",
+    "roles/ssh_trust/files/ssh_link.py",
+    "roles/ssh_trust/files/ssh_matrix.py",
+    "playbooks/files/benchmark/horovod_bench_link.py",
+    "playbooks/files/benchmark/horovod_bench_run.py",
+]
+# Run by the controller's Python (ansible_playbook_python), which ansible-core's own floor bounds.
+CONTROLLER_PYTHON = ["playbooks/files/benchmark/horovod_bench_plot.py"]
+VERMIN = Path(sys.executable).with_name("vermin")
+
+
+def too_new(path: Path) -> list[str]:
+    """What in `path` Python 3.6 cannot run: a grammar error, or vermin's findings."""
+    try:
+        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 6))
+    except SyntaxError as error:
+        return [f"Python 3.6's grammar: {error}"]
+    proc = subprocess.run(
+        [str(VERMIN), "--target=3.6-", "--violations", "--eval-annotations", "--feature", "union-types", "--no-tips",
+         "--format", "parsable", str(path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    # Parsable lines are FILE:LINE:COLUMN:PY2:PY3:WHAT; the summary lines name no line.
+    return [line for line in proc.stdout.splitlines() if line.split(":")[1:2] not in ([""], [])]
+
+
+def test_every_helper_is_classified() -> None:
+    """A new script under files/ must say which Python runs it, so none escapes the check."""
+    found = sorted(
+        str(p.relative_to(REPO)) for p in [*REPO.glob("roles/*/files/**/*.py"), *REPO.glob("playbooks/files/**/*.py")]
+    )
+    assert found == sorted(IMAGE_PYTHON + CONTROLLER_PYTHON)
+
+
+@pytest.mark.parametrize("name", IMAGE_PYTHON)
+def test_runs_on_python_36(name: str) -> None:
+    assert too_new(REPO / name) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("from __future__ import annotations\n", "__future__.annotations"),
+        ("def f(a, /):\n    return a\n", "Python 3.6's grammar"),
+        ("import subprocess\nsubprocess.run(['true'], capture_output=True)\n", "capture_output"),
+        ("import subprocess\nsubprocess.run(['true'], text=True)\n", "subprocess.run(text)"),
+        ("def f(a: list[str]) -> None:\n    pass\n", "builtin generic type annotation"),
+        ("def f(a: int | None) -> None:\n    pass\n", "union types as `X | Y`"),
+        ("import shlex\nshlex.join(['a'])\n", "shlex.join"),
+        ("from dataclasses import dataclass\n", "dataclasses"),
+        ("print(list(zip([1], [2], strict=True)))\n", "zip(strict)"),
+    ],
+)
+def test_finds_what_36_lacks(tmp_path: Path, code: str, found: str) -> None:
+    """Each form these files once used (and Python 3.6 cannot run) is caught."""
+    path = tmp_path / "new.py"
+    path.write_text(code)
+    problems = too_new(path)
+    assert problems, code
+    assert any(found in problem for problem in problems), problems
