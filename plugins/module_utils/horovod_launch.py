@@ -335,12 +335,18 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         code = "" if the_plan["command"] else str(given["example_sha256"])
     name = str(given["name"] or run_id({**the_plan["definition"], "code": code, "image": given["image"]}))
     run_dir = f"{the_plan['runs_dir']}/{name}"
+    # The one output directory the role owns on the share (the bundled example's in an elastic run, where
+    # rank 0 may be on any host), relative to the share: it is replaced through share_path, never a link.
+    output_on_share = ""
     if the_plan["output_dir"]:
         output_dir = the_plan["output_dir"]
     elif the_plan["command"]:
         output_dir = the_plan["workdir"]
+    elif the_plan["elastic"]:
+        output_on_share = f"outputs/{name}"
+        output_dir = f"{the_plan['share_dir']}/{output_on_share}"
     else:
-        output_dir = f"{the_plan['share_dir']}/outputs/{name}" if the_plan["elastic"] else f"{run_dir}/output"
+        output_dir = f"{run_dir}/output"
     timeout = int(given["timeout"])
     bundled = ["python3", str(given["example_path"]), "--output-dir", output_dir, *the_plan["example_args"]]
     command = the_plan["command"] or bundled
@@ -352,6 +358,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         "name": name,
         "dir": run_dir,
         "output_dir": output_dir,
+        "output_on_share": output_on_share,
         "command": command,
         "rank_env": f"{run_dir}/{RANK_ENV}" if the_plan["definition"]["env_names"] else "",
         "discovery_script": f"{run_dir}/{DISCOVERY_SCRIPT}",

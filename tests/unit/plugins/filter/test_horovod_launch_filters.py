@@ -294,6 +294,10 @@ def test_every_rank_is_told_where_to_write():
     assert own["output_dir"] == "/data1/artifacts/w"
     given = run_of({"output_dir": "/data1/share/out", "elastic": True})
     assert given["output_dir"] == "/data1/share/out"
+    # Only the bundled example's elastic output is the role's to replace on the share (through share_path).
+    assert run_of({"elastic": True})["output_on_share"] == "outputs/r1"
+    assert [run_of(more)["output_on_share"] for more in ({}, {"command": ["t"], "elastic": True})] == ["", ""]
+    assert given["output_on_share"] == ""
     assert given["command"][2:4] == ["--output-dir", "/data1/share/out"]
 
 
