@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The filters of multinode.horovod.horovod_launch: one per decision its tasks apply.
 
-The decisions live in plugins/module_utils (horovod_launch.py, horovod_hosts.py, horovod_preflight.py),
+The decisions live in plugins/module_utils (horovod_launch.py, horovod_hosts.py, horovod_preflight.py,
+horovod_manifest.py),
 unit-tested there; each filter's documentation is ``<filter name>.yml`` beside this file.
 """
 
@@ -13,7 +14,12 @@ from functools import wraps
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.multinode.horovod.plugins.module_utils import horovod_hosts, horovod_launch, horovod_preflight
+from ansible_collections.multinode.horovod.plugins.module_utils import (
+    horovod_hosts,
+    horovod_launch,
+    horovod_manifest,
+    horovod_preflight,
+)
 
 
 def _filter(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,8 +43,10 @@ class FilterModule:
             "horovod_launch_plan": _filter(horovod_launch.plan),
             "horovod_launch_run": _filter(horovod_launch.run),
             "horovod_launch_report": _filter(horovod_launch.report),
-            "horovod_run_status": _filter(horovod_launch.run_status),
+            "horovod_run_status": _filter(horovod_manifest.runs_status),
             "horovod_code_ref": _filter(horovod_launch.code_ref),
             "horovod_preflight": _filter(horovod_preflight.preflight),
             "horovod_hostfile": _filter(horovod_hosts.hostfile),
+            "horovod_launch_manifest": _filter(horovod_manifest.manifest),
+            "horovod_manifest_compare": _filter(horovod_manifest.compare),
         }

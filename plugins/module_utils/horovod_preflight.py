@@ -152,7 +152,7 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
     return problems
 
 
-def _nodes(report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str) -> list[dict[str, Any]]:
+def host_probes(report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str) -> list[dict[str, Any]]:
     """Each host with what its probe found: name, address, slots, probe, interface and ip of its address."""
     remotes = {r.get("name"): r for r in report.get("remotes") or []}
     nodes = []
@@ -501,7 +501,7 @@ def preflight(
     }
     if result["problems"]:
         return result
-    nodes = _nodes(report, hosts, me)
+    nodes = host_probes(report, hosts, me)
     # With no other host, horovodrun opens no connection, so there is no interface to choose.
     auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
     local = report["local"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_manifest import compare_names
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
@@ -491,6 +492,15 @@ def _names(inputs: Mapping[str, Any]) -> Problems:
                 f"{P}run_name",
                 f"{run!r} is not a plain directory name; use letters, digits, '.', '_' and '-' (starting with a "
                 "letter or digit), or leave it empty for a new time-stamped name per run",
+            )
+        )
+    compare = inputs.get(f"{P}compare", _ABSENT)
+    if compare is not _ABSENT and compare not in ("", []) and compare_names(compare) is None:
+        out.append(
+            (
+                f"{P}compare",
+                f"{compare!r} does not name two runs; give two run names, as a list or as 'A,B' "
+                "(playbooks/status.yml lists the runs), or [] to compare nothing",
             )
         )
     container = inputs.get(f"{P}container", _ABSENT)

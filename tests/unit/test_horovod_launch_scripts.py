@@ -449,6 +449,10 @@ class cuda:
     @staticmethod
     def get_arch_list():
         return ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+    class nccl:
+        @staticmethod
+        def version():
+            return (2, 10, 3)
 """
 
 
@@ -484,10 +488,40 @@ def test_probe_reads_the_gpus_and_what_the_framework_was_built_for(tmp_path, mon
                 "cuda": "11.3",
                 "arch_list": ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"],
                 "device_count": 2,
+                "nccl": "2.10.3",
             }
         },
         "error": "",
     }
+
+
+def test_a_torch_without_nccl_still_tells_its_gpus(tmp_path, monkeypatch):
+    gpu_container(tmp_path, monkeypatch)
+    init = tmp_path / "site" / "torch" / "__init__.py"
+    init.write_text(init.read_text().replace("return (2, 10, 3)", "raise RuntimeError('built without NCCL')"))
+    read = probe.gpus(["pytorch"])["frameworks"]["pytorch"]
+    assert read["nccl"] == "" and read["arch_list"][-1] == "sm_86"
+
+
+def test_probe_reads_the_packages_that_shape_a_run_without_importing_them(tmp_path, monkeypatch):
+    site, lib = tmp_path / "site", tmp_path / "lib"
+    for name, version in (("torch", "1.13.1"), ("tqdm", "4.66.1"), ("requests", "2.31.0")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text("raise SystemExit('torch imported')\n")
+    lib.mkdir()
+    for name in ("libnccl.so", "libnccl.so.2", "libnccl.so.2.9.9", "libnccl.so.2.18.3", "libnccl-net.so"):
+        (lib / name).write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    found = probe.packages([str(tmp_path / "missing"), str(lib)])
+    assert {k: v for k, v in found.items() if k in ("torch", "tqdm", "requests", "libnccl")} == {
+        "torch": "1.13.1",
+        "tqdm": "4.66.1",
+        "libnccl": "2.18.3",
+    }
+    assert "libnccl" not in probe.packages([str(tmp_path / "missing")])
 
 
 def test_probe_reads_gpus_without_compute_capability_from_an_old_driver(tmp_path, monkeypatch):

@@ -5,7 +5,8 @@
 Run in the master's container (``python3 -c CODE --host NAME=ADDRESS ...``), it probes there, tells which
 hosts are this one and probes every other host's container at once over the pinned ssh (``python3 -``
 with this code on stdin there), after writing a marker with a fresh token into each shared directory that
-every container must read back. It reports the hostname, Horovod's version, the IPv4 addresses per
+every container must read back. It reports the hostname, Horovod's version and the other packages that
+shape a run (PACKAGES, the NCCL library), the IPv4 addresses per
 interface and which interface holds each host's address, /dev/shm, missing directories, the horovodrun
 launchers and every other process (values of NAME=value words hidden), the GPUs the container sees (and,
 when it sees any, which GPUs and CUDA each ``--gpu-framework`` was built for), and with ``--check-build``
@@ -55,8 +56,13 @@ FRAMEWORK_GPU_CODE = {
         "import json, torch\n"
         "c = torch.cuda\n"
         "n = c.device_count() if c.is_available() else 0\n"
+        "try:\n"
+        "    v = c.nccl.version() if n else ''\n"
+        "except Exception:\n"  # a build without NCCL: the GPU checks must not fail for it
+        "    v = ''\n"
         "print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda or '',"
-        " 'arch_list': list(c.get_arch_list()) if n else [], 'device_count': n}))\n"
+        " 'arch_list': list(c.get_arch_list()) if n else [], 'device_count': n,"
+        " 'nccl': '.'.join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)}))\n"
     ),
     "tensorflow": (
         "import json, tensorflow as tf\n"
@@ -165,10 +171,9 @@ def processes() -> List[Dict[str, object]]:
     return sorted(found, key=lambda p: int(p["pid"]))  # type: ignore[call-overload]
 
 
-def horovod_version() -> str:
-    """The installed Horovod's version, "" without one: importlib.metadata from Python 3.8, setuptools'
-    pkg_resources before it."""
-    package = "horovod"
+def package_version(package: str) -> str:
+    """The installed version of a Python distribution, "" without one: importlib.metadata from Python 3.8,
+    setuptools' pkg_resources before it."""
     try:
         from importlib import metadata  # noqa: PLC0415 # novermin - Python 3.8
     except ImportError:
@@ -182,6 +187,35 @@ def horovod_version() -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return ""
+
+
+def horovod_version() -> str:
+    return package_version("horovod")
+
+
+# What shapes a run besides Horovod, for the run's manifest: the frameworks, NCCL's Python wheels (torch
+# from 2.0 on) and the guide's packages, read from their metadata without importing them.
+PACKAGES = ("torch", "tensorflow", "tensorflow-gpu", "mxnet", "nvidia-nccl-cu11", "nvidia-nccl-cu12",
+            "tensorboardX", "tqdm")  # fmt: skip
+# Where images put NCCL's shared library (Horovod's images: libnccl2 from NVIDIA's repository).
+NCCL_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/local/cuda/lib64",
+                     "/usr/local/nccl/lib", "/usr/lib64", "/usr/local/lib")  # fmt: skip
+NCCL_LIBRARY_RE = re.compile(r"^libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)$")
+
+
+def packages(library_dirs: Sequence[str] = NCCL_LIBRARY_DIRS) -> Dict[str, str]:
+    """The versions of PACKAGES installed here, and ``libnccl`` (the NCCL shared library's version)."""
+    found = {name: version for name, version in ((n, package_version(n)) for n in PACKAGES) if version}
+    for directory in library_dirs:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        versions = [m.group(1) for m in map(NCCL_LIBRARY_RE.match, names) if m]
+        if versions:
+            found["libnccl"] = max(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+            break
+    return found
 
 
 def marker_state(path: str, token: str) -> str:
@@ -292,6 +326,7 @@ def probe(
     return {
         "hostname": socket.gethostname(),
         "horovod_version": horovod_version(),
+        "packages": packages(),
         "interfaces": interfaces,
         # For each address: what it resolves to here and which interface here holds it (None:
         # the address is another host's).

@@ -31,6 +31,7 @@ from typing import Dict, List, Optional, Set, Tuple  # Python 3.6: no PEP 585/60
 
 RUN_ENV = "HOROVOD_LAUNCH_RUN_DIR"
 SCRIPT = "horovod-launch.sh"
+MANIFEST = "manifest.json"
 LAST_LINE_MAX = 160
 TAIL_LINES = 200
 TICK = 0.25
@@ -112,6 +113,15 @@ def _int(path: Path) -> Optional[int]:
         return None
 
 
+def _manifest(path: Path) -> Optional[Dict[str, object]]:
+    """The run's manifest.json (written by the role when it starts the run), None without one."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _tail(path: Path, lines: int) -> List[str]:
     try:
         with path.open("rb") as handle:
@@ -189,6 +199,7 @@ def run_status(run_dir: Path, running: bool, now: float) -> Dict[str, object]:
         "rank_hosts": hostfile_ranks(run_dir / "hostfile"),
         **elastic_hosts(run_dir),
         "log_tail": "\n".join(lines) if state in ("failed", "stopped") else "",
+        "manifest": _manifest(run_dir / MANIFEST),
     }
 
 

@@ -73,6 +73,8 @@ def test_the_filters_tasks_call():
         "horovod_code_ref",
         "horovod_preflight",
         "horovod_hostfile",
+        "horovod_launch_manifest",
+        "horovod_manifest_compare",
     }
 
 
