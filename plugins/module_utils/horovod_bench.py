@@ -3,8 +3,8 @@
 """The decisions of playbooks/benchmark.yml (docs/benchmark.md): its settings and plan, the report.
 
 The playbook runs the measurements; this module says what to measure and how (``plan``), turns what
-the measuring scripts wrote into the report, its table and the play's last lines (``report``), and
-judges a report's shape and numbers (``sanity``).
+the measuring scripts wrote into the report, its table and the play's last lines (``report``), grades
+the allreduce against the link (``grade``) and judges a report's shape and numbers (``sanity``).
 """
 
 from __future__ import annotations
@@ -63,6 +63,52 @@ _SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", 
 # What the report keeps of each host of the launch preflight (horovod_launch_preflight.hosts).
 _HOST_KEYS = ("name", "address", "slots", "hostname", "interface")
 _REPORT_KEYS = ("schema", "name", "created", "np", "hosts", "versions", "link", "allreduce", "synthetic", "files")
+
+# What the best allreduce bus bandwidth should reach, as a fraction of the link (docs/benchmark.md, "The
+# grade"), by what carries it: NCCL over the weakest transport of the nodes' interfaces, or the CPU.
+# Bus bandwidth is nccl-tests' (NVIDIA/nccl-tests, doc/PERFORMANCE.md, "Bus bandwidth"): algbw * 2(n-1)/n,
+# defined so that it "should reflect the speed of the hardware bottleneck" and be compared with the
+# hardware's peak, whatever the number of ranks. That page gives no fraction per transport: the NCCL
+# fractions are the collection's marks (issue #33), not NVIDIA's. RDMA over InfiniBand comes closest to
+# the wire, RoCE (the same verbs over Ethernet) a little less, NCCL's socket transport, which copies every
+# byte through the kernel's TCP stack and a CPU core, much less.
+# "against": "speed" is the interface's speed (sysfs), "rate" the link rate iperf3 measured in the same
+# run. The CPU mark is that run's baseline, not a published number: Gloo (or MPI) on CPUs moves the
+# allreduce over the same TCP sockets iperf3 just measured and adds the reduction on the CPU, so it is held
+# to the TCP sockets fraction of what TCP reached between the same containers.
+MARKS: dict[str, dict[str, Any]] = {
+    "ib": {"mark": 0.9, "label": "NCCL over InfiniBand", "against": "speed"},
+    "roce": {"mark": 0.75, "label": "NCCL over RoCE", "against": "speed"},
+    "tcp": {"mark": 0.35, "label": "NCCL over TCP sockets", "against": "speed"},
+    "cpu": {"mark": 0.35, "label": "Gloo or MPI on CPU", "against": "rate"},
+}
+# The slowest first: a ring allreduce goes at its weakest link.
+TRANSPORTS = ("tcp", "roce", "ib")
+VERDICTS = ("good", "below", "unknown")
+# What to look at when the bus bandwidth is below its mark.
+_LOOK_AT = {
+    "tcp": [
+        "the interface NCCL uses: NCCL_DEBUG=INFO names it (NET/Socket : Using ...); horovodrun hands "
+        "horovod_launch_network_interfaces to NCCL as NCCL_SOCKET_IFNAME",
+        "the MTU: the same on every node and the switch (9000 for a fast link)",
+        "NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD (horovod_launch_env): more sockets fill a link of "
+        "25 Gbit/s and more",
+        "the CPU: the socket transport copies every byte through it; a core at 100% during the run is the bound",
+    ],
+    "ib": [
+        "whether NCCL fell back to sockets: with NCCL_DEBUG=INFO it says NET/IB, not NET/Socket",
+        "GPUDirect RDMA: NCCL_DEBUG=INFO shows GDRDMA on the NET lines (the nvidia-peermem module loaded)",
+        "the PCIe topology: each GPU and its NIC under the same PCIe switch (nvidia-smi topo -m)",
+    ],
+    "cpu": [
+        "the CPU cores per rank: the ranks of a host share its cores (fewer slots, or more cores)",
+        "Horovod's tensor fusion threshold (HOROVOD_FUSION_THRESHOLD in horovod_launch_env)",
+    ],
+}
+_LOOK_AT["roce"] = [
+    *_LOOK_AT["ib"],
+    "the fabric's lossless setup for RoCE (PFC or ECN on the NICs and switches) and NCCL_IB_GID_INDEX",
+]
 
 
 def parse_bytes(value: Any) -> int | None:
@@ -299,21 +345,51 @@ def allreduce_rows(results: Sequence[Mapping[str, Any]], np: int) -> list[dict[s
     return rows
 
 
+def nic_summary(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A host's interface as the link script read it: its speed in bytes per second (sysfs says Mb/s;
+    None when unknown, with the reason) and its transport (ib, roce, tcp; None when unread)."""
+    mbps = raw.get("speed_mbps")
+    transport = raw.get("transport")
+    return {
+        "interface": raw.get("interface"),
+        "speed_of": raw.get("speed_of"),
+        "transport": transport if transport in TRANSPORTS else None,
+        "speed_Bps": mbps * 1e6 / 8 if _positive(mbps) else None,
+        "reason": None if _positive(mbps) else raw.get("reason") or "no speed read",
+    }
+
+
+def _pair_speed(nics: Mapping[str, Mapping[str, Any]], *hosts: str) -> float | None:
+    speeds = [(nics.get(host) or {}).get("speed_Bps") for host in hosts]
+    return min(speeds) if speeds and all(_positive(x) for x in speeds) else None
+
+
 def link_summary(raw: Mapping[str, Any] | None, wanted: bool) -> dict[str, Any]:
-    """The link rate: the slowest pair's, which a ring allreduce goes at (None with the reason when unmeasured)."""
+    """The link rate: the slowest pair's, which a ring allreduce goes at (None with the reason when unmeasured);
+    each host's interface (``nics``), the slowest interface's speed (``speed_Bps``, None unless every host's is
+    known) and each pair's rate as a fraction of the slower of its two interfaces (``speed_fraction``)."""
     if not wanted:
-        return {"tool": "iperf3", "rate_Bps": None, "reason": "not asked for (horovod_bench_steps)", "pairs": []}
+        return {"tool": "iperf3", "rate_Bps": None, "reason": "not asked for (horovod_bench_steps)", "pairs": [],
+                "nics": {}, "speed_Bps": None}  # fmt: skip
     raw = raw or {}
-    pairs = [
-        {
-            "client": pair["client"],
-            "server": pair["server"],
-            "kind": pair.get("kind", ""),
-            "rate_Bps": pair["bits_per_second"] / 8.0 if _positive(pair.get("bits_per_second")) else None,
-            "error": pair.get("error"),
-        }
-        for pair in raw.get("pairs", [])
-    ]
+    nics = {str(host): nic_summary(nic) for host, nic in (raw.get("nics") or {}).items()}
+    pairs = []
+    for pair in raw.get("pairs", []):
+        rate = pair["bits_per_second"] / 8.0 if _positive(pair.get("bits_per_second")) else None
+        speed = _pair_speed(nics, pair["client"], pair["server"])
+        pairs.append(
+            {
+                "client": pair["client"],
+                "server": pair["server"],
+                "kind": pair.get("kind", ""),
+                "rate_Bps": rate,
+                "error": pair.get("error"),
+                "speed_Bps": speed,
+                "speed_fraction": rate / speed if rate and speed else None,
+            }
+        )
+    # Every host's, those of the pairs included: one not read leaves the speed unknown.
+    hosts = dict.fromkeys([*nics, *(p[end] for p in pairs for end in ("client", "server"))])
     rates = [p["rate_Bps"] for p in pairs if p["rate_Bps"] is not None]
     failed = [p for p in pairs if p["rate_Bps"] is None]
     reason = raw.get("reason")
@@ -328,7 +404,71 @@ def link_summary(raw: Mapping[str, Any] | None, wanted: bool) -> dict[str, Any]:
         "rate_Bps": min(rates) if rates and not failed else None,
         "reason": reason,
         "pairs": pairs,
+        "nics": nics,
+        "speed_Bps": _pair_speed(nics, *hosts),
     }
+
+
+def weakest_transport(nics: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The slowest transport of the hosts' interfaces (tcp, roce, ib); None when one is unknown or none was read."""
+    found = [nic.get("transport") for nic in nics.values()]
+    if not found or any(t not in TRANSPORTS for t in found):
+        return None
+    return min(found, key=TRANSPORTS.index)
+
+
+def _against(link: Mapping[str, Any], kind: str) -> tuple[str, float] | None:
+    """What the bus bandwidth is compared with: the mark's own choice when there is one, else the other."""
+    speed, rate = link.get("speed_Bps"), link.get("rate_Bps")
+    order = [("interface speed", speed), ("measured link rate", rate)]
+    for name, value in order if kind == "speed" else order[::-1]:
+        if _positive(value):
+            return name, float(value)
+    return None
+
+
+def grade(link: Mapping[str, Any], allreduce: Mapping[str, Any] | None, device: str | None) -> dict[str, Any]:
+    """The verdict on the best allreduce bus bandwidth (docs/benchmark.md, "The grade"): its fraction of the
+    link, against the mark of what carried it (MARKS); "good", "below" (with what to look at) or "unknown"
+    (no bus bandwidth, or neither an interface speed nor a measured link rate)."""
+    transport = weakest_transport(link.get("nics") or {})
+    key = None if device is None else (transport or "tcp") if device == "cuda" else "cpu"
+    mark = MARKS.get(key or "", {})
+    out: dict[str, Any] = {
+        "verdict": "unknown",
+        "mark_for": key,
+        "mark_label": mark.get("label"),
+        "mark": mark.get("mark"),
+        "transport": transport,
+        "busbw_Bps": None,
+        "against": None,
+        "against_Bps": None,
+        "fraction": None,
+        "line": "",
+        "look_at": [],
+    }
+    busbw = (allreduce or {}).get("best_busbw_Bps")
+    if not _positive(busbw) or key is None:
+        why = "the allreduce was not measured" if not allreduce else "one process has no bus bandwidth"
+        out["line"] = f"unknown: no bus bandwidth to grade ({why})"
+        return out
+    out["busbw_Bps"] = busbw
+    against = _against(link, mark["against"])
+    if against is None:
+        out["line"] = f"unknown: neither an interface speed nor a measured link rate: {link.get('reason') or '-'}"
+        return out
+    out["against"], out["against_Bps"] = against
+    out["fraction"] = fraction = busbw / against[1]
+    assumed = " (transport unknown: the TCP sockets mark)" if device == "cuda" and transport is None else ""
+    where = f"{fraction:.2f} of the {against[0]} ({_gbit(against[1])})"
+    if fraction >= mark["mark"]:
+        out["verdict"] = "good"
+        out["line"] = f"good: the best bus bandwidth is {where}, at or above the mark {mark['mark']} for "
+    else:
+        out["verdict"], out["look_at"] = "below", list(_LOOK_AT[key])
+        out["line"] = f"below: the best bus bandwidth is {where}, under the mark {mark['mark']} for "
+    out["line"] += f"{mark['label']}{assumed}"
+    return out
 
 
 def results_of(slurped: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -381,6 +521,7 @@ def report(
             "best_busbw_bytes": best and best["bytes"],
             "busbw_to_link": best["busbw_Bps"] / link_out["rate_Bps"] if best and link_out["rate_Bps"] else None,
         }
+    out["grade"] = grade(link_out, out["allreduce"], out["device"])
     if one or every:
         points = [_synthetic_point(r) for r in (one, every) if r]
         efficiency = None
@@ -458,6 +599,8 @@ def markdown(r: Mapping[str, Any]) -> str:
         best_at = human_bytes(ar["best_busbw_bytes"]) if ar["best_busbw_bytes"] else "-"
         rows.append(("best allreduce bus bandwidth", f"{_gbyte(ar['best_busbw_Bps'])} at {best_at}"))
         rows.append(("best bus bandwidth / link rate", _num(ar["busbw_to_link"])))
+    if r.get("grade"):
+        rows.append(("grade", r["grade"]["verdict"]))
     if syn:
         for n in sorted(syn["points"], key=lambda n: n["np"]):
             processes = "1 process" if n["np"] == 1 else f"{n['np']} processes"
@@ -482,11 +625,54 @@ def markdown(r: Mapping[str, Any]) -> str:
                   _gbyte(x["busbw_Bps"])) for x in ar["results"]]  # fmt: skip
         lines += [f"## Allreduce (float32, sum, {ar['np']} processes)", ""]
         lines += _table(("size", "iterations", "time", "algbw", "busbw"), "---:", sweep)
+    if r.get("grade"):
+        lines += grade_markdown(r["grade"], link)
     if files.get("plot"):
         lines += [f"![bus bandwidth and images/s]({os.path.basename(files['plot'])})", ""]
     elif files.get("plot_reason"):
         lines += [f"No plot: {files['plot_reason']}", ""]
     return "\n".join(lines)
+
+
+def _speed(nic: Mapping[str, Any]) -> str:
+    return _gbit(nic["speed_Bps"]) if nic.get("speed_Bps") else f"unknown ({nic.get('reason') or '-'})"
+
+
+def grade_markdown(g: Mapping[str, Any], link: Mapping[str, Any]) -> list[str]:
+    """report.md's "Grade": each host's interface, each link's rate as a fraction of its interfaces' speed,
+    the best bus bandwidth as a fraction of the link against its mark, and the verdict."""
+    lines = ["## Grade", ""]
+    nics = link.get("nics") or {}
+    if nics:
+        rows = [(host, nic.get("interface") or "-", nic.get("transport") or "-", _speed(nic))
+                for host, nic in nics.items()]  # fmt: skip
+        lines += _table(("host", "interface", "transport", "speed"), "---", rows)
+    if link.get("pairs"):
+        rows = [(x["client"], x["server"], _gbit(x["rate_Bps"]), _gbit(x.get("speed_Bps")) if x.get("speed_Bps")
+                 else "unknown speed", _num(x.get("speed_fraction"))) for x in link["pairs"]]  # fmt: skip
+        lines += _table(("client", "server", "rate", "interface speed", "rate / speed"), "---", rows)
+    rows = [("best bus bandwidth", _gbit(g.get("busbw_Bps")))]
+    rows.append(("compared with", f"{g['against']}, {_gbit(g['against_Bps'])}" if g.get("against") else "-"))
+    rows.append(("bus bandwidth / compared with", _num(g.get("fraction"))))
+    rows.append(("mark", f"{g['mark']} for {g['mark_label']}" if g.get("mark") is not None else "-"))
+    lines += _table(("measure", "value"), "---", rows)
+    lines += [f"Verdict: {g['line']}", ""]
+    if g.get("look_at"):
+        lines += ["What to look at:", "", *(f"- {item}" for item in g["look_at"]), ""]
+    return lines
+
+
+def grade_summary(g: Mapping[str, Any], link: Mapping[str, Any]) -> list[str]:
+    """The play's lines of the grade: each link against its interfaces' speed, the verdict, what to look at."""
+    lines = []
+    if link.get("pairs") and link.get("nics"):
+        each = (f"{x['client']} -> {x['server']} " + (_num(x["speed_fraction"]) if x.get("speed_fraction") is not None
+                else "unknown speed") for x in link["pairs"])  # fmt: skip
+        lines.append("link / interface speed: " + ", ".join(each))
+    lines.append(f"grade: {g['line']}")
+    if g.get("look_at"):
+        lines.append("look at: " + "; ".join(g["look_at"]))
+    return lines
 
 
 def summary(r: Mapping[str, Any]) -> list[str]:
@@ -505,6 +691,8 @@ def summary(r: Mapping[str, Any]) -> list[str]:
     if syn:
         points = ", ".join(f"{n['img_per_s']:.1f} images/s on {n['np']}" for n in syn["points"])
         lines.append(f"synthetic {syn['model']}: {points}; scaling efficiency {_num(syn['scaling_efficiency'])}")
+    if r.get("grade"):
+        lines += grade_summary(r["grade"], link)
     return lines
 
 
@@ -533,6 +721,11 @@ def sanity(r: Any, max_busbw_to_link: float = MAX_BUSBW_TO_LINK) -> list[str]:
         problems += _allreduce_sanity(r["allreduce"], rate, max_busbw_to_link)
     if r["synthetic"] is not None:
         problems += _synthetic_sanity(r["synthetic"])
+    # A report made before the grade has none; one that has it names a verdict.
+    g = r.get("grade")
+    if g is not None and (not isinstance(g, Mapping) or g.get("verdict") not in VERDICTS):
+        verdict = g.get("verdict") if isinstance(g, Mapping) else g
+        problems.append(f"the grade's verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
     return problems
 
 

@@ -19,7 +19,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.filter import horovod_bench as f
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as b
 from ansible_collections.multinode.horovod.plugins.plugin_utils import gate
-from checkout import load
+from checkout import REPO, load
 
 HOSTS = [
     {"name": "m", "address": "10.0.0.1", "slots": 1},
@@ -258,6 +258,9 @@ def bad(report, path, value):
         (("allreduce", "results"), [], "allreduce has no results"),
         (("synthetic", "points", 1, "img_per_s"), 0, "img_per_s 0 is not positive"),
         (("synthetic", "scaling_efficiency"), None, "scaling efficiency None is not positive"),
+        (("grade", "verdict"), "fine", "the grade's verdict 'fine' is not one of good, below, unknown"),
+        (("grade",), "good", "the grade's verdict 'good' is not one of"),
+        (("grade",), None, None),  # a report made before the grade
     ],
 )
 def test_sanity_finds_each_bad_number(path, value, expected):
@@ -336,17 +339,27 @@ def test_the_plot_says_when_matplotlib_is_missing(tmp_path, monkeypatch, capsys)
     assert not (tmp_path / "r.png").exists()
 
 
+def nic_answer(name, speed=10000, transport="tcp"):
+    return {"interface": name, "speed_mbps": speed, "transport": transport, "speed_of": name, "reason": None}
+
+
 class FakeContainers:
     """The link script's commands, answered as the master's container would: iperf3 missing on
-    `missing`, each client's rate 8 Gbit/s, no iperf3 server left."""
+    `missing`, each client's rate 8 Gbit/s, no iperf3 server left, each host's interface from `nics`
+    (eth0 at 10 Gbit/s by default)."""
 
-    def __init__(self, missing=()):
-        self.missing, self.commands = set(missing), []
+    def __init__(self, missing=(), nics=None):
+        self.missing, self.commands, self.inputs = set(missing), [], []
+        self.nics = nics or {h["name"]: nic_answer("eth0") for h in HOSTS}
 
-    def run(self, argv, **_unused):
+    def run(self, argv, **kwargs):
         self.commands.append(argv)
         host = {h["address"]: h["name"] for h in HOSTS}[argv[-2]] if argv[0] == "ssh" else "m"
         command = argv[-1] if argv[0] == "ssh" else " ".join(argv)
+        if command.startswith("python3 - --nic "):
+            self.inputs.append(kwargs.get("input"))
+            answer = self.nics[host]
+            return subprocess.CompletedProcess(argv, 0, answer if isinstance(answer, str) else json.dumps(answer), "")
         if "command -v iperf3" in command:
             return subprocess.CompletedProcess(argv, 1 if host in self.missing else 0, "", "")
         if "iperf3 -c" in command:
@@ -376,9 +389,281 @@ def test_the_link_script_measures_every_pair_over_the_containers_ssh(monkeypatch
     assert remote and all("StrictHostKeyChecking=yes" in argv for argv in remote)
     assert ["timeout", "35", "iperf3", "-s", "-1", "-B", "10.0.0.1", "-p", "5201"] in containers.commands
     assert b.link_summary(out, True)["rate_Bps"] == 1e9
+    # Each host's interface, read in its own container by the script's own code (on stdin).
+    assert out["nics"] == {h["name"]: nic_answer("eth0") for h in HOSTS}
+    assert ["python3", "-", "--nic", "10.0.0.1"] in containers.commands
+    assert [argv[-1] for argv in remote if "--nic" in argv[-1]] == [
+        "python3 - --nic 10.0.0.2",
+        "python3 - --nic 10.0.0.3",
+    ]
+    assert len(containers.inputs) == 3 and all("def read_nic(" in code for code in containers.inputs)
+    link = b.link_summary(out, True)
+    assert link["speed_Bps"] == 1.25e9 and [p["speed_fraction"] for p in link["pairs"]] == [0.8] * 4
 
 
 def test_the_link_script_names_the_hosts_without_iperf3_and_measures_nothing(monkeypatch):
     out = run_link(monkeypatch, FakeContainers(missing={"w2"}))
     assert out["missing"] == ["w2"] and out["pairs"] == []
     assert out["reason"] == "the command iperf3 is missing in the container on w2 (add the package iperf3 to the image)"
+    # The interfaces are read all the same: their speed grades the allreduce without a measured link.
+    assert set(out["nics"]) == {"m", "w1", "w2"}
+    assert b.link_summary(out, True)["speed_Bps"] == 1.25e9
+
+
+def test_the_link_script_says_why_an_interface_was_not_read(monkeypatch):
+    containers = FakeContainers()
+    containers.nics = {**containers.nics, "w1": "not json"}
+    out = run_link(monkeypatch, containers)
+    assert out["nics"]["w1"]["interface"] is None
+    assert out["nics"]["w1"]["reason"].startswith("could not read the interface on w1: not json")
+    assert b.link_summary(out, True)["speed_Bps"] is None
+
+
+LINK_SCRIPT = REPO / "playbooks/files/benchmark/horovod_bench_link.py"
+
+
+def link_script():
+    return load("playbooks/files/benchmark/horovod_bench_link.py", "horovod_bench_link")
+
+
+def fake_nic(root, name, *, kind="1", speed="25000", device=True, rdma=False, lowers=(), bond=False):
+    """An interface under a fake /sys/class/net: speed None leaves the file out, "dir" makes it unreadable."""
+    base = root / name
+    base.mkdir(parents=True)
+    (base / "type").write_text(f"{kind}\n")
+    if speed == "dir":
+        (base / "speed").mkdir()
+    elif speed is not None:
+        (base / "speed").write_text(f"{speed}\n")
+    if device:
+        (base / "device").mkdir()
+    if rdma:
+        (base / "device" / "infiniband" / "mlx5_0").mkdir(parents=True)
+    for lower in lowers:
+        (base / f"lower_{lower}").symlink_to(root / lower)
+    if bond:
+        (base / "bonding").mkdir()
+
+
+def nic_case(root, case):
+    """The fake interfaces of each case of the next test; the one to read is `case`."""
+    fake_nic(root, "eth0")
+    fake_nic(root, "ens1f0np0", rdma=True, speed="100000")
+    setup = {
+        "ib0": lambda: fake_nic(root, "ib0", kind="32", rdma=True, speed="200000"),
+        "down": lambda: fake_nic(root, "down", speed="-1"),
+        "unreadable": lambda: fake_nic(root, "unreadable", speed="dir"),
+        "nospeed": lambda: fake_nic(root, "nospeed", speed=None),
+        "veth0": lambda: fake_nic(root, "veth0", speed="10000", device=False),
+        "br0": lambda: fake_nic(root, "br0", speed="10000", device=False, lowers=["eth0", "ens1f0np0"]),
+        "br1": lambda: fake_nic(root, "br1", speed="10000", device=False, lowers=["eth0"]),
+        "vlan": lambda: fake_nic(root, "vlan", speed="25000", device=False, lowers=["ens1f0np0"]),
+        "bond0": lambda: fake_nic(root, "bond0", speed="50000", device=False, lowers=["eth0", "ens1f0np0"], bond=True),
+    }
+    setup.get(case, lambda: None)()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected", "reason"),
+    [
+        ("eth0", (25000, "tcp", "eth0"), None),
+        ("ens1f0np0", (100000, "roce", "ens1f0np0"), None),  # an RDMA device behind an Ethernet port
+        ("ib0", (200000, "ib", "ib0"), None),  # IPoIB: type 32, whatever its device
+        ("down", (None, "tcp", "down"), "the kernel reports no speed for down (-1: "),
+        ("unreadable", (None, "tcp", "unreadable"), "the kernel reports no speed for unreadable (unreadable: "),
+        ("nospeed", (None, "tcp", "nospeed"), "the kernel reports no speed for nospeed (unreadable: "),
+        ("veth0", (None, "tcp", "veth0"), "veth0 is a virtual interface, without a device"),  # a veth says 10000
+        ("br0", (None, "tcp", "br0"), "br0 is a virtual interface, without a device"),  # a bridge of two ports
+        ("br1", (25000, "tcp", "eth0"), None),  # a bridge of one port: that port's
+        ("vlan", (100000, "roce", "ens1f0np0"), None),  # a VLAN: its one lower interface's
+        ("bond0", (50000, "tcp", "bond0"), None),  # a bond: the kernel's sum of its links
+        ("absent", (None, None, "absent"), "does not exist"),
+    ],
+)
+def test_the_link_script_reads_an_interfaces_speed_and_transport_from_sysfs(tmp_path, name, expected, reason):
+    nic_case(tmp_path, name)
+    out = link_script().read_nic(name, str(tmp_path))
+    assert (out["speed_mbps"], out["transport"], out["speed_of"]) == expected
+    if reason is None:
+        assert out["reason"] is None
+    else:
+        assert reason in out["reason"], out
+
+
+def test_the_link_script_finds_the_interface_that_holds_the_address(tmp_path, monkeypatch):
+    script = link_script()
+    fake_nic(tmp_path, "eth0")
+    monkeypatch.setattr(script, "interface_addresses", lambda: {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"]})
+    assert script.nic("10.0.0.2", str(tmp_path)) == {
+        "interface": "eth0", "speed_mbps": 25000, "transport": "tcp", "speed_of": "eth0", "reason": None}  # fmt: skip
+    assert script.nic("10.0.0.9", str(tmp_path))["reason"] == "no interface here holds 10.0.0.9"
+    assert "does not resolve here" in script.nic("no-such-host.invalid", str(tmp_path))["reason"]
+
+
+def test_the_link_script_reads_an_interface_as_it_runs_on_another_host():
+    # python3 - --nic ADDRESS with the code on stdin, as over ssh: loopback is found, and has no device.
+    out = subprocess.run([sys.executable, "-", "--nic", "127.0.0.1"], input=LINK_SCRIPT.read_text(),
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    nic = json.loads(out.stdout)
+    assert nic["interface"] == "lo" and nic["speed_mbps"] is None and "virtual interface" in nic["reason"]
+
+
+def test_the_link_scripts_own_source_is_the_code_given_to_python_c():
+    # What it sends to the other hosts to read their interface: its own -c code.
+    source = LINK_SCRIPT.read_text()
+    code = source[: source.index('if __name__ == "__main__":')] + "print(len(own_source()))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == len(code)
+
+
+MBPS_100G = 100000
+B_100G = 12.5e9  # bytes per second
+
+
+def link_of(nics, rate_Bps=None):
+    """A link summary with each host's interface (name: (Mb/s, transport)) and a measured rate."""
+    raw = {"reason": None if rate_Bps else "not measured", "nics": {
+        host: {"interface": "eth0", "speed_mbps": mbps, "transport": transport, "reason": None if mbps else "virtual"}
+        for host, (mbps, transport) in nics.items()},
+        "pairs": [{"client": "w1", "server": "m", "kind": "to-master", "bits_per_second": rate_Bps * 8}] if rate_Bps
+        else []}  # fmt: skip
+    return b.link_summary(raw, True)
+
+
+def test_the_marks_are_the_issues_with_what_to_look_at_for_each():
+    assert {key: (m["mark"], m["against"]) for key, m in b.MARKS.items()} == {
+        "ib": (0.9, "speed"), "roce": (0.75, "speed"), "tcp": (0.35, "speed"), "cpu": (0.35, "rate")}  # fmt: skip
+    assert all(b._LOOK_AT[key] for key in b.MARKS)
+
+
+@pytest.mark.parametrize(
+    ("nics", "expected"),
+    [
+        ({"m": (1, "ib"), "w1": (1, "ib")}, "ib"),
+        ({"m": (1, "ib"), "w1": (1, "roce")}, "roce"),
+        ({"m": (1, "ib"), "w1": (1, "tcp")}, "tcp"),
+        ({"m": (1, "ib"), "w1": (1, None)}, None),
+        ({}, None),
+    ],
+)
+def test_the_transport_is_the_weakest_hosts(nics, expected):
+    assert b.weakest_transport(link_of(nics)["nics"]) == expected
+
+
+def test_each_link_is_a_fraction_of_the_slower_of_its_two_interfaces():
+    link = link_of({"m": (MBPS_100G, "tcp"), "w1": (25000, "tcp")}, rate_Bps=2.5e9)
+    assert link["speed_Bps"] == 25000 * 1e6 / 8 and link["pairs"][0]["speed_fraction"] == pytest.approx(0.8)
+    unknown = link_of({"m": (MBPS_100G, "tcp"), "w1": (None, "tcp")}, rate_Bps=2.5e9)
+    assert unknown["speed_Bps"] is None and unknown["pairs"][0]["speed_fraction"] is None
+    assert unknown["nics"]["w1"]["reason"] == "virtual"
+    # A host of a pair whose interface was not read leaves the speed unknown.
+    assert link_of({"m": (MBPS_100G, "tcp")}, rate_Bps=2.5e9)["speed_Bps"] is None
+
+
+@pytest.mark.parametrize(
+    ("transport", "busbw", "verdict", "mark"),
+    [
+        ("ib", 0.92 * B_100G, "good", 0.9),
+        ("ib", 0.85 * B_100G, "below", 0.9),
+        ("roce", 0.8 * B_100G, "good", 0.75),
+        ("roce", 0.7 * B_100G, "below", 0.75),
+        ("tcp", 0.4 * B_100G, "good", 0.35),
+        ("tcp", 0.3 * B_100G, "below", 0.35),
+    ],
+)
+def test_nccl_is_graded_against_the_interface_speed_by_transport(transport, busbw, verdict, mark):
+    link = link_of({"m": (MBPS_100G, transport), "w1": (MBPS_100G, transport)}, rate_Bps=0.5 * B_100G)
+    g = b.grade(link, {"best_busbw_Bps": busbw}, "cuda")
+    assert (g["verdict"], g["mark"], g["mark_for"], g["against"]) == (verdict, mark, transport, "interface speed")
+    assert g["fraction"] == pytest.approx(busbw / B_100G) and g["against_Bps"] == B_100G
+    assert g["line"].startswith(f"{verdict}: the best bus bandwidth is {busbw / B_100G:.2f} of the interface speed")
+    assert (g["look_at"] == []) == (verdict == "good")
+
+
+def test_what_to_look_at_depends_on_the_transport():
+    def look(transport, device="cuda"):
+        link = link_of({"m": (MBPS_100G, transport), "w1": (MBPS_100G, transport)}, rate_Bps=B_100G)
+        return " ".join(b.grade(link, {"best_busbw_Bps": 0.1 * B_100G}, device)["look_at"])
+
+    assert "MTU" in look("tcp") and "NCCL_SOCKET_NTHREADS" in look("tcp") and "NCCL_NSOCKS_PERTHREAD" in look("tcp")
+    assert "NET/Socket" in look("ib") and "GPUDirect" in look("ib") and "nvidia-smi topo -m" in look("ib")
+    assert "NET/Socket" in look("roce") and "PFC" in look("roce")
+    assert "cores per rank" in look("tcp", "cpu") and "HOROVOD_FUSION_THRESHOLD" in look("tcp", "cpu")
+
+
+def test_nccl_without_an_interface_speed_is_graded_against_the_measured_rate_and_says_so():
+    link = link_of({"m": (None, "roce"), "w1": (MBPS_100G, "roce")}, rate_Bps=B_100G)
+    g = b.grade(link, {"best_busbw_Bps": 0.7 * B_100G}, "cuda")
+    assert (g["verdict"], g["against"], g["mark"]) == ("below", "measured link rate", 0.75)
+    assert "0.70 of the measured link rate (100.00 Gbit/s), under the mark 0.75 for NCCL over RoCE" in g["line"]
+    # No interface read at all: the transport is unknown, held to the TCP sockets mark and said.
+    g = b.grade(link_of({}, rate_Bps=B_100G), {"best_busbw_Bps": 0.5 * B_100G}, "cuda")
+    assert (g["verdict"], g["mark_for"], g["transport"]) == ("good", "tcp", None)
+    assert g["line"].endswith("NCCL over TCP sockets (transport unknown: the TCP sockets mark)")
+
+
+def test_the_cpu_is_graded_against_this_runs_link_rate_else_the_interface_speed():
+    link = link_of({"m": (MBPS_100G, "tcp"), "w1": (MBPS_100G, "tcp")}, rate_Bps=1e9)
+    good = b.grade(link, {"best_busbw_Bps": 0.5e9}, "cpu")
+    assert (good["verdict"], good["against"], good["against_Bps"], good["mark_for"]) == (
+        "good", "measured link rate", 1e9, "cpu")  # fmt: skip
+    below = b.grade(link, {"best_busbw_Bps": 0.3e9}, "cpu")
+    assert below["verdict"] == "below" and "under the mark 0.35 for Gloo or MPI on CPU" in below["line"]
+    unmeasured = b.grade(link_of({"m": (MBPS_100G, "tcp"), "w1": (MBPS_100G, "tcp")}), {"best_busbw_Bps": 5e9}, "cpu")
+    assert (unmeasured["verdict"], unmeasured["against"]) == ("good", "interface speed")
+
+
+@pytest.mark.parametrize(
+    ("link", "allreduce", "device", "line"),
+    [
+        (link_of({"m": (None, "tcp")}), {"best_busbw_Bps": 1e9}, "cpu",
+         "unknown: neither an interface speed nor a measured link rate: not measured"),
+        (link_of({}, rate_Bps=1e9), {"best_busbw_Bps": None}, "cpu",
+         "unknown: no bus bandwidth to grade (one process has no bus bandwidth)"),
+        (link_of({}, rate_Bps=1e9), None, None, "unknown: no bus bandwidth to grade (the allreduce was not measured)"),
+    ],
+)  # fmt: skip
+def test_the_grade_is_unknown_without_a_bus_bandwidth_or_anything_to_compare_it_with(link, allreduce, device, line):
+    g = b.grade(link, allreduce, device)
+    assert (g["verdict"], g["line"], g["fraction"], g["look_at"]) == ("unknown", line, None, [])
+
+
+def test_the_report_carries_the_grade():
+    link = {"seconds": 5, "streams": 4, "reason": None,
+            "pairs": [{"client": "w1", "server": "m", "kind": "to-master", "bits_per_second": 10 * GBIT},
+                      {"client": "w2", "server": "m", "kind": "to-master", "bits_per_second": 8 * GBIT}],
+            "nics": {"m": nic_answer("eth0", 25000), "w1": nic_answer("eth0", 25000),
+                     "w2": {**nic_answer("veth1", None), "reason": "veth1 is a virtual interface"}}}  # fmt: skip
+    r = make_report(link=link)
+    g = r["grade"]
+    # Gloo: against this run's link rate, 8 Gbit/s; best busbw 1 MiB / 2 ms * 4/3.
+    assert (g["verdict"], g["against"], g["mark_for"]) == ("good", "measured link rate", "cpu")
+    assert g["fraction"] == pytest.approx(1024**2 / 2e-3 * 4 / 3 / 1e9)
+    assert [p["speed_fraction"] for p in r["link"]["pairs"]] == [pytest.approx(0.4), None]
+    assert b.sanity(r) == []
+    md = b.markdown(r)
+    assert "| grade | good |" in md and "## Grade" in md
+    assert "| w2 | veth1 | tcp | unknown (veth1 is a virtual interface) |" in md
+    assert (
+        "| w1 | m | 10.00 Gbit/s | 25.00 Gbit/s | 0.40 |" in md and "| w2 | m | 8.00 Gbit/s | unknown speed | - |" in md
+    )
+    assert (
+        "| compared with | measured link rate, 8.00 Gbit/s |" in md and "| mark | 0.35 for Gloo or MPI on CPU |" in md
+    )
+    assert f"Verdict: {g['line']}" in md and "What to look at" not in md
+    lines = b.summary(r)
+    assert "link / interface speed: w1 -> m 0.40, w2 -> m unknown speed" in lines
+    assert f"grade: {g['line']}" in lines and not any(line.startswith("look at:") for line in lines)
+    # The same run with a slow allreduce: below, and what to look at, in both.
+    slow = make_report(link=link, allreduce={"np": 3, "device": "cpu", "backend": "gloo",
+                                             "results": [{"bytes": 1024**2, "iters": 1, "time_s": 0.01}]})  # fmt: skip
+    assert slow["grade"]["verdict"] == "below"
+    assert "What to look at:\n\n- the CPU cores per rank" in b.markdown(slow)
+    assert any(line.startswith("look at: the CPU cores per rank") for line in b.summary(slow))
+
+
+def test_a_report_without_a_link_or_allreduce_has_an_unknown_grade():
+    r = make_report(make_plan({"horovod_bench_steps": ["link"]}), allreduce=None, synthetic_one=None,
+                    synthetic_all=None, link=None)  # fmt: skip
+    assert r["grade"]["verdict"] == "unknown" and r["link"]["nics"] == {} and r["link"]["speed_Bps"] is None
+    assert "grade: unknown: no bus bandwidth to grade (the allreduce was not measured)" in b.summary(r)
