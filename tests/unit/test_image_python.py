@@ -37,19 +37,53 @@ CONTROLLER_PYTHON = ["playbooks/files/benchmark/horovod_bench_plot.py"]
 VERMIN = Path(sys.executable).with_name("vermin")
 
 
+def _annotations(tree: ast.AST) -> list[ast.expr]:
+    """The annotations Python evaluates when it defines a function or runs a module or class body."""
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            found += [a.annotation for a in every if a is not None and a.annotation is not None]
+            found += [node.returns] if node.returns is not None else []
+    for body in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+        found += [n.annotation for n in body.body if isinstance(n, ast.AnnAssign)]
+    return found
+
+
+def generic_aliases(tree: ast.AST) -> list[str]:
+    """Subscripted classes in evaluated annotations that are not typing's (``subprocess.CompletedProcess[str]``):
+    those become subscriptable in Python 3.9, which vermin does not know for every class."""
+    typing_names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "typing"
+        for alias in node.names
+    }
+    return [
+        f"{node.lineno}: {ast.unparse(node.value)}[...] in an annotation needs Python 3.9 (use typing's name)"
+        for annotation in _annotations(tree)
+        for node in ast.walk(annotation)
+        if isinstance(node, ast.Subscript)
+        and not (isinstance(node.value, ast.Name) and node.value.id in typing_names)
+        and not (isinstance(node.value, ast.Attribute) and ast.unparse(node.value.value) == "typing")
+    ]
+
+
 def too_new(path: Path) -> list[str]:
-    """What in `path` Python 3.6 cannot run: a grammar error, or vermin's findings."""
+    """What in `path` Python 3.6 cannot run: a grammar error, a generic alias, or vermin's findings."""
     try:
-        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 6))
+        tree = ast.parse(path.read_text(), filename=str(path), feature_version=(3, 6))
     except SyntaxError as error:
         return [f"Python 3.6's grammar: {error}"]
+    aliases = generic_aliases(tree)
     proc = subprocess.run(
         [str(VERMIN), "--target=3.6-", "--violations", "--eval-annotations", "--feature", "union-types", "--no-tips",
          "--format", "parsable", str(path)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     # Parsable lines are FILE:LINE:COLUMN:PY2:PY3:WHAT; the summary lines name no line.
-    return [line for line in proc.stdout.splitlines() if line.split(":")[1:2] not in ([""], [])]
+    return aliases + [line for line in proc.stdout.splitlines() if line.split(":")[1:2] not in ([""], [])]
 
 
 def test_every_helper_is_classified() -> None:
@@ -77,6 +111,9 @@ def test_runs_on_python_36(name: str) -> None:
         ("import shlex\nshlex.join(['a'])\n", "shlex.join"),
         ("from dataclasses import dataclass\n", "dataclasses"),
         ("print(list(zip([1], [2], strict=True)))\n", "zip(strict)"),
+        # Vermin misses this one: CompletedProcess is subscriptable from Python 3.9 only.
+        ("import subprocess\ndef f() -> subprocess.CompletedProcess[str]:\n    pass\n", "needs Python 3.9"),
+        ("import queue\nclass A:\n    q: queue.Queue[int]\n", "needs Python 3.9"),
     ],
 )
 def test_finds_what_36_lacks(tmp_path: Path, code: str, found: str) -> None:

@@ -45,7 +45,7 @@ class Hosts:
 
     def run(
         self, host: str, command: List[str], timeout: float, stdin: Optional[str] = None
-    ) -> subprocess.CompletedProcess[str]:
+    ) -> subprocess.CompletedProcess:  # not [str]: subscripting it needs Python 3.9
         try:
             return subprocess.run(
                 self.argv(host, command),
