@@ -152,9 +152,21 @@ def flatten(m: Mapping[str, Any]) -> dict[str, Any]:
 MISSING = object()
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, start: int = 0) -> str:
+    """`value` as JSON, from `start` (with "..." before it), cut at SHOWN characters."""
     text = "(none)" if value is MISSING else json.dumps(value, sort_keys=True)
-    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+    head, text = ("...", text[start:]) if start else ("", text)
+    return head + (text if len(text) <= SHOWN else text[: SHOWN - 3] + "...")
+
+
+def _pair(a: Any, b: Any) -> str:
+    """``A -> B``; two long values are shown from a little before where they start to differ."""
+    left, right = (json.dumps(v, sort_keys=True) if v is not MISSING else "" for v in (a, b))
+    same = 0
+    while same < min(len(left), len(right)) and left[same] == right[same]:
+        same += 1
+    start = max(0, same - 40) if min(len(left), len(right)) > SHOWN else 0
+    return f"{_shown(a, start)} -> {_shown(b, start)}"
 
 
 def diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -164,7 +176,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
             raise ValueError(f"the {name} run has no manifest of version {VERSION} (a run started before manifests)")
     left, right = flatten(a), flatten(b)
     return [
-        f"{key}: {_shown(left.get(key, MISSING))} -> {_shown(right.get(key, MISSING))}"
+        f"{key}: {_pair(left.get(key, MISSING), right.get(key, MISSING))}"
         for key in sorted(set(left) | set(right))
         if left.get(key, MISSING) != right.get(key, MISSING)
     ]

@@ -193,6 +193,9 @@ def test_two_runs_differ_where_they_differ_and_nowhere_else():
         'hosts.node-c.image: "sha256:aaa" -> "sha256:ccc"',
     ]
     assert all(len(line) < 2 * m.SHOWN + 80 for line in lines)
+    # The command lines differ only in the run's directory, far into them: both are shown from there.
+    shown = lines[0].split(" -> ")
+    assert shown[0].startswith("horovodrun: ...") and "/runs/r1" in shown[0] and "/runs/r2" in shown[1]
     assert m.diff(a, copy.deepcopy(a)) == []
 
 
