@@ -46,6 +46,7 @@ class FilterModule:
             "horovod_run_status": _filter(horovod_manifest.runs_status),
             "horovod_code_ref": _filter(horovod_launch.code_ref),
             "horovod_preflight": _filter(horovod_preflight.preflight),
+            "horovod_doctor": _filter(horovod_preflight.doctor),
             "horovod_hostfile": _filter(horovod_hosts.hostfile),
             "horovod_launch_manifest": _filter(horovod_manifest.manifest),
             "horovod_manifest_compare": _filter(horovod_manifest.compare),

@@ -423,7 +423,16 @@ def _running(
         "all runs: ansible-playbook playbooks/status.yml -i INVENTORY",
         f"stop it: ansible-playbook playbooks/stop.yml -i INVENTORY -e horovod_run_name={name}",
     ]
-    return {"problem": problem, "result": result, "lines": lines, "failure": ""}
+    return {"problem": problem, "result": result, "lines": lines, "failure": "", "diagnose": False}
+
+
+# What horovodrun, Gloo and NCCL print when the hosts cannot reach each other (Horovod 0.28.1:
+# runner/launch.py's start timeout, common/gloo/http_store.cc's rendezvous wait, http_server.py's KVStore):
+# such a failure, or a run stopped by its own time limit, is worth the doctor's look at the hosts.
+UNREACHED_RE = re.compile(
+    r"Timed out waiting for|Wait timeout after|KVStore ERROR|Connection refused|Connection timed out|"
+    r"No route to host|connectFullMesh|Connect timeout|NCCL error.*(?:remote process exited|unhandled system error)"
+)
 
 
 def _ended(
@@ -439,6 +448,7 @@ def _ended(
             "result": {},
             "lines": [],
             "failure": "",
+            "diagnose": False,
         }
     rc, stopped = int(end["rc"]), bool(end.get("stopped"))
     timed_out = rc == 124 and run["timeout"] > 0
@@ -507,7 +517,9 @@ def _ended(
         else:
             tail = f"Last lines of {result['launcher_log']}:\n{info.get('launcher_tail') or ''}"
         failure = f"Run {name} {how}: horovodrun exited with rc {rc}{who}.\n{tail}\nAll logs: {run_dir}"
-    return {"problem": "", "result": result, "lines": lines, "failure": failure}
+    seen = f"{info.get('launcher_tail') or ''}\n{info.get('rank_output') or ''}"
+    diagnose = rc != 0 and not stopped and (timed_out or bool(UNREACHED_RE.search(seen)))
+    return {"problem": "", "result": result, "lines": lines, "failure": failure, "diagnose": diagnose}
 
 
 def report(

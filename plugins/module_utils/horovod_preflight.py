@@ -10,6 +10,7 @@ one Horovod, one image, the network interfaces, /dev/shm, GPUs the image's frame
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -122,6 +123,12 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
             f"{me}: the addresses of {', '.join(local_names)} all lead to this host, so horovodrun would start all "
             "their processes here. Give each host in horovod_launch_hosts its own address (horovod_node_address)."
         )
+    return problems + _unreachable(report, me, s)
+
+
+def _unreachable(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> list[str]:
+    """The hosts whose probe over ssh failed, each with the likely fix."""
+    problems = []
     for remote in report.get("remotes") or []:
         if remote.get("rc") == 0:
             continue
@@ -284,6 +291,83 @@ def _shm(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> lis
         for node in nodes
         if int(node["probe"].get("shm_bytes") or 0) < int(s["min_shm_bytes"])
     ]
+
+
+def _tcp(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
+    """Every host reaches every other's container on an ephemeral port (the probe's TCP matrix): Gloo's
+    rendezvous and every pair of ranks, and NCCL's sockets, connect on such ports, which ssh working does
+    not prove."""
+    tcp = s.get("tcp") or {}
+    problems = [
+        f"{name}: the TCP check could not run there ({error})."
+        for name, error in sorted((tcp.get("errors") or {}).items())
+    ]
+    failed: dict[str, list[str]] = {}
+    for source, row in (tcp.get("from") or {}).items():
+        for target, state in row.items():
+            if state != "ok":
+                failed.setdefault(target, []).append(f"{source} ({state})")
+    by_name = {n["name"]: n for n in nodes}
+    for target, sources in failed.items():
+        node = by_name.get(target, {"probe": {}})
+        ports = node["probe"].get("port_range") or []
+        span = f"{ports[0]}-{ports[1]}" if len(ports) == 2 else "the kernel's ephemeral range"
+        problems.append(
+            f"{target}: its container accepts no TCP connection on an ephemeral port "
+            f"({(tcp.get('ports') or {}).get(target)}) from {', '.join(sources)}, although ssh reaches it. Gloo's "
+            f"rendezvous and NCCL's sockets connect between every pair of hosts on such ports ({span} there), "
+            "so the run would hang until horovodrun's start timeout. A firewall on that host or between the "
+            f"hosts lets only ssh through: allow TCP from the cluster's addresses on {target} (for example "
+            "iptables -I INPUT -s ADDRESS -p tcp -j ACCEPT for each other host)."
+        )
+    return problems
+
+
+def route_interface(routes: Sequence[Mapping[str, Any]], ip: str) -> str | None:
+    """The interface of the most specific IPv4 route to `ip` in `routes` (the probe's), None without one."""
+    try:
+        target = int(ipaddress.IPv4Address(ip))
+    except ValueError:
+        return None
+    best: tuple[int, str] | None = None
+    for route in routes:
+        try:
+            network = ipaddress.IPv4Network(f"{route['destination']}/{route['prefix']}", strict=False)
+        except (KeyError, ValueError):
+            continue
+        if int(network.network_address) == target & int(network.netmask) and (
+            best is None or network.prefixlen > best[0]
+        ):
+            best = (network.prefixlen, str(route["interface"]))
+    return best[1] if best else None
+
+
+def _routes(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
+    """From every host, the route to every other host's address leaves through the interface Horovod uses
+    there; otherwise the ranks' connections leave from another interface (or nowhere) and hang."""
+    problems = []
+    for node in nodes:
+        table = node["probe"].get("routes") or []
+        used = list(s["network_interfaces"]) or ([node["interface"]] if node["interface"] else [])
+        if not table or not used:
+            continue
+        for other in nodes:
+            if other is node or not other["ip"]:
+                continue
+            leaves = route_interface(table, other["ip"])
+            if leaves is None:
+                problems.append(
+                    f"{node['name']}: its container has no route to {other['name']} ({other['ip']}). Add one, or "
+                    "set the hosts' addresses (horovod_node_address) to ones on a network they share."
+                )
+            elif leaves not in used and leaves != "lo":
+                problems.append(
+                    f"{node['name']}: its route to {other['name']} ({other['ip']}) leaves through {leaves}, not "
+                    f"{', '.join(used)} (the interface Horovod uses there), so the ranks' connections would not "
+                    "go where Horovod expects. Name the interface that carries the route in "
+                    "horovod_launch_network_interfaces, or fix the routes."
+                )
+    return problems
 
 
 ARCH_RE = re.compile(r"^(?:(?P<kind>sm|compute)_)?(?P<major>[0-9]+?)\.?(?P<minor>[0-9])$")
@@ -462,10 +546,14 @@ SECOND_STAGE = (
     _images,
     _named_interfaces,
     _found_interfaces,
+    _routes,
+    _tcp,
     _shm,
     _gpus,
     _output,
 )
+# The doctor's order: what most often makes a run hang or time out at its start comes first.
+DOCTOR_ORDER = (_tcp, _found_interfaces, _named_interfaces, _routes, _hostnames, _shm, _versions, _images)
 
 
 def preflight(
@@ -505,7 +593,12 @@ def preflight(
     # With no other host, horovodrun opens no connection, so there is no interface to choose.
     auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
     local = report["local"]
-    rules = {**settings, "auto_nics": auto_nics, "local_version": local.get("horovod_version")}
+    rules = {
+        **settings,
+        "auto_nics": auto_nics,
+        "local_version": local.get("horovod_version"),
+        "tcp": report.get("tcp"),
+    }
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
     # horovodrun's own report: the release its command line is built for.
     fact["horovod_version"] = check_build((report.get("check_build") or {}).get("stdout"))["version"]
@@ -547,3 +640,30 @@ def preflight(
     if gpu_hosts:
         result["lines"].append("GPUs: " + "; ".join(_gpu_summary(n) for n in gpu_hosts))
     return result
+
+
+def doctor(
+    report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What makes a run hang or fail to start, from the probe's report with its TCP matrix: ``causes``, the
+    most likely first (the preflight's own rules, in DOCTOR_ORDER; an unreachable host before all), and
+    ``lines`` to show."""
+    first = _unreachable(report, me, settings)
+    nodes = host_probes(report, hosts, me) if not first else []
+    auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
+    rules = {
+        **settings,
+        "auto_nics": auto_nics,
+        "local_version": report["local"].get("horovod_version"),
+        "tcp": report.get("tcp"),
+    }
+    causes = first + [problem for rule in DOCTOR_ORDER for problem in rule(nodes, me, rules)] if nodes else first
+    checked = (
+        "checked: ssh from the master's container to every host, TCP on an ephemeral port between every pair of "
+        "hosts, the interfaces and the routes between the hosts, unique hostnames, /dev/shm, Horovod and the image"
+    )
+    if causes:
+        lines = [f"Most likely cause: {causes[0]}", *(f"Also: {c}" for c in causes[1:]), checked]
+    else:
+        lines = ["No cause found on the hosts.", checked]
+    return {"causes": causes, "lines": lines}

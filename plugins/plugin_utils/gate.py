@@ -49,6 +49,7 @@ OUR_GROUPS = (GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS)
 ROLE_FACTS = (
     "docker_horovod_engine_existing",
     "docker_horovod_gpu_count",
+    "horovod_launch_diagnosis",
     "horovod_launch_preflight",
     "horovod_launch_result",
     "horovod_launch_runs",

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -627,3 +628,96 @@ def test_the_master_asks_every_other_host_where_the_run_writes(tmp_path, monkeyp
     monkeypatch.setattr(probe.subprocess, "run", fake_run)
     probe.probe_remote(["ssh"], "10.0.0.2", ["/data1/share"], "", 5, writable_paths=["/data1/share/out dir"])
     assert "'--writable=/data1/share/out dir'" in seen[0]
+
+
+# A stand-in ssh that runs the command here; for 127.0.0.3, a listener that answers with a port nobody
+# listens on, as a host whose firewall lets ssh through and nothing else looks from the other hosts.
+TCP_SSH = """#!/bin/sh
+address=$1
+shift
+case "$address $*" in
+  "127.0.0.3 python3 - --listen"*) cat > /dev/null; echo '{"port": CLOSED}'; sleep 20 ;;
+  *) exec sh -c "$*" ;;
+esac
+"""
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_tcp_matrix_tells_which_host_cannot_be_reached_on_an_ephemeral_port(tmp_path):
+    ssh = tmp_path / "fakessh"
+    ssh.write_text(TCP_SSH.replace("CLOSED", str(_closed_port())))
+    ssh.chmod(0o755)
+    source = (FILES / "horovod_probe.py").read_text()
+    hosts = [("me", "127.0.0.1"), ("b", "127.0.0.2"), ("c", "127.0.0.3")]
+    found = probe.tcp_matrix(hosts, ["me"], [str(ssh)], source, 60)
+    assert sorted(found["ports"]) == ["b", "c", "me"] and found["errors"] == {}
+    assert found["from"] == {
+        "me": {"b": "ok", "c": "refused"},
+        "b": {"me": "ok", "c": "refused"},
+        "c": {"me": "ok", "b": "ok"},
+    }
+
+
+def test_tcp_matrix_names_a_host_whose_listener_did_not_start(tmp_path):
+    ssh = tmp_path / "deadssh"
+    ssh.write_text(
+        "#!/bin/sh\ncat > /dev/null\necho 'ssh: connect to host port 12345: Connection refused' >&2\nexit 255\n"
+    )
+    ssh.chmod(0o755)
+    found = probe.tcp_matrix([("me", "127.0.0.1"), ("z", "127.0.0.9")], ["me"], [str(ssh)], "", 10)
+    assert found["errors"] == {"z": "no listener: ssh: connect to host port 12345: Connection refused"}
+    assert found["ports"] == {"me": found["ports"]["me"]} and found["from"] == {"me": {}, "z": {}}
+
+
+def test_connect_tells_refused_from_ok():
+    closed = _closed_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        port = sock.getsockname()[1]
+        assert probe.connect([f"127.0.0.1:{port}", f"127.0.0.1:{closed}"], 3) == {
+            f"127.0.0.1:{port}": "ok",
+            f"127.0.0.1:{closed}": "refused",
+        }
+
+
+def test_routes_and_the_port_range_are_read_from_the_kernel_tables(tmp_path):
+    table = tmp_path / "route"
+    table.write_text(
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "eth0\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+        "ib0\t0000A8C0\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+    )
+    assert probe.routes(str(table)) == [
+        {"interface": "eth0", "destination": "0.0.0.0", "prefix": 0, "gateway": "10.0.0.1"},
+        {"interface": "eth0", "destination": "10.0.0.0", "prefix": 24, "gateway": "0.0.0.0"},
+        {"interface": "ib0", "destination": "192.168.0.0", "prefix": 16, "gateway": "0.0.0.0"},
+    ]
+    assert probe.routes(str(tmp_path / "missing")) == []
+    ports = tmp_path / "range"
+    ports.write_text("32768\t60999\n")
+    assert probe.port_range(str(ports)) == [32768, 60999]
+
+
+def test_a_listener_ends_once_every_host_connected_or_its_session_is_gone(tmp_path):
+    source = str(FILES / "horovod_probe.py")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, source, "--listen", "20", "--expect", "2"], stdout=subprocess.PIPE, text=True
+    )
+    port = json.loads(proc.stdout.readline())["port"]
+    assert probe.connect([f"127.0.0.1:{port}", f"127.0.0.1:{port}"], 3) == {f"127.0.0.1:{port}": "ok"}
+    assert proc.wait(timeout=10) == 0 and time.monotonic() - started < 10
+    # Nobody connects, and the ssh session that reads it goes away: it ends at its next line.
+    proc = subprocess.Popen([sys.executable, source, "--listen", "20"], stdout=subprocess.PIPE, text=True)
+    json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    started = time.monotonic()
+    proc.wait(timeout=10)
+    assert time.monotonic() - started < 5

@@ -307,8 +307,9 @@ def test_partial_runs_are_gated_too(tmp_path, args):
     assert "horovod_nfs_export_options" in res.stdout + res.stderr
 
 
-def test_the_preflight_playbook_is_gated(tmp_path):
-    res = playbook(write(tmp_path, BROKEN), book="playbooks/preflight.yml")
+@pytest.mark.parametrize("book", ["playbooks/preflight.yml", "playbooks/doctor.yml"])
+def test_the_preflight_and_doctor_playbooks_are_gated(tmp_path, book):
+    res = playbook(write(tmp_path, BROKEN), book=book)
     assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
 
 

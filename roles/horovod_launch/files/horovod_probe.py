@@ -30,6 +30,7 @@ import stat
 import struct
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple  # Python 3.6: no PEP 585/604 forms
 
@@ -121,6 +122,82 @@ def shm_bytes(path: str = "/dev/shm") -> int:
     except OSError:
         return 0
     return stats.f_blocks * stats.f_frsize
+
+
+def routes(path: str = "/proc/net/route") -> List[Dict[str, object]]:
+    """The IPv4 routes (interface, destination, prefix length, gateway), from the kernel's table."""
+    found: List[Dict[str, object]] = []
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()[1:]
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        as_ip = [socket.inet_ntoa(struct.pack("<I", int(fields[i], 16))) for i in (1, 2, 7)]
+        prefix = bin(int(fields[7], 16)).count("1")
+        found.append({"interface": fields[0], "destination": as_ip[0], "prefix": prefix, "gateway": as_ip[1]})
+    return found
+
+
+def port_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> List[int]:
+    """The ephemeral ports this host's connections and listeners on port 0 use (Gloo's and NCCL's)."""
+    try:
+        with open(path) as handle:
+            return [int(word) for word in handle.read().split()[:2]]
+    except (OSError, ValueError):
+        return []
+
+
+def listen(seconds: float, expected: int = 0) -> None:
+    """Listen on an ephemeral port on every address, print it, and accept (and close) connections until
+    `expected` came (0: no count) or `seconds` passed: the other hosts' end of the TCP matrix. It also
+    stops as soon as the ssh session that started it is gone (a line it writes cannot be written), so
+    none is left behind to pass for a job."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("0.0.0.0", 0))
+        sock.listen(64)
+        print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+        sock.settimeout(0.2)
+        deadline = time.monotonic() + seconds
+        accepted = 0
+        while time.monotonic() < deadline and not (expected and accepted >= expected):
+            try:
+                conn, _unused = sock.accept()
+            except socket.timeout:
+                try:
+                    sys.stdout.write("\n")
+                    sys.stdout.flush()
+                except OSError:
+                    return
+                continue
+            conn.close()
+            accepted += 1
+
+
+def connect_one(target: str, timeout: float) -> str:
+    """``ok``, ``refused``, ``timed out`` or the error of a TCP connection to HOST:PORT."""
+    host, _sep, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return "ok"
+    except ConnectionRefusedError:
+        return "refused"
+    except socket.timeout:
+        return "timed out"
+    except OSError as err:
+        return err.strerror or str(err)
+
+
+def connect(targets: Sequence[str], timeout: float) -> Dict[str, str]:
+    """connect_one for each of `targets` at once."""
+    if not targets:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(32, len(targets))) as pool:
+        return dict(zip(targets, pool.map(lambda t: connect_one(t, timeout), targets)))
 
 
 def launcher_processes() -> List[str]:
@@ -332,6 +409,8 @@ def probe(
         # the address is another host's).
         "addresses": {a: {"ip": ip, "interface": holders.get(ip or "")} for a, ip in resolved.items()},
         "shm_bytes": shm_bytes(),
+        "routes": routes(),
+        "port_range": port_range(),
         "missing_paths": [p for p in paths if not os.path.isdir(p)],
         "launchers": launcher_processes(),
         "processes": processes(),
@@ -440,6 +519,97 @@ def probe_remote(
     return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
 
 
+# How long a listener of the TCP matrix waits for the others at most, and one connection may take.
+LISTEN_SECONDS = 20
+CONNECT_TIMEOUT = 3.0
+
+
+def _remote_listener(ssh: List[str], address: str, source: str, expected: int) -> Tuple[Optional[int], str, object]:
+    """A listener started in the container at `address`: its port (None with the error) and its process."""
+    proc = subprocess.Popen(
+        [*ssh, address, f"python3 - --listen {LISTEN_SECONDS} --expect {expected}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+    )
+    proc.stdin.write(source)  # type: ignore[union-attr]
+    proc.stdin.close()  # type: ignore[union-attr]
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    try:
+        return int(json.loads(line)["port"]), "", proc
+    except (ValueError, KeyError, TypeError):
+        proc.kill()
+        err = proc.stderr.read()  # type: ignore[union-attr]
+        proc.wait()
+        return None, " ".join((err or line).split())[-300:] or f"rc {proc.returncode}", None
+
+
+def tcp_matrix(
+    hosts: List[Tuple[str, str]], local_names: Sequence[str], ssh: List[str], source: str, timeout: float
+) -> Dict[str, object]:
+    """Whether every host's container can open a TCP connection to every other's on an ephemeral port, as
+    Gloo's and NCCL's sockets do (ssh alone working does not say it): ``ports`` of each host's listener,
+    ``from`` (source host -> target host -> ok, refused, timed out or the error) and ``errors`` (a host
+    whose listener or connections could not be started)."""
+    ports: Dict[str, int] = {}
+    errors: Dict[str, str] = {}
+    processes = []
+    local = None
+    try:
+        for name, address in hosts:
+            if name in local_names:
+                if local is None:
+                    local = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    local.bind(("0.0.0.0", 0))
+                    local.listen(64)  # the kernel completes the handshakes; nothing needs to accept
+                ports[name] = local.getsockname()[1]
+                continue
+            port, error, proc = _remote_listener(ssh, address, source, len(hosts) - 1)
+            if proc is not None:
+                processes.append(proc)
+            if port is None:
+                errors[name] = f"no listener: {error}"
+            else:
+                ports[name] = port
+        targets = {name: f"{address}:{ports[name]}" for name, address in hosts if name in ports}
+
+        def from_host(host: Tuple[str, str]) -> Dict[str, str]:
+            name, address = host
+            if name in errors:  # its listener did not start over ssh: nor would its connections
+                return {}
+            wanted = [t for other, t in targets.items() if other != name]
+            if name in local_names:
+                return connect(wanted, CONNECT_TIMEOUT)
+            command = "python3 - " + " ".join(f"--connect={t}" for t in wanted)
+            try:
+                proc = subprocess.run(
+                    [*ssh, address, command],
+                    input=source,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    universal_newlines=True,
+                    timeout=timeout,
+                    check=False,
+                )
+                return dict(json.loads(proc.stdout))
+            except (subprocess.TimeoutExpired, ValueError, TypeError) as exc:
+                errors[name] = f"no connections tried: {exc}"
+                return {}
+
+        with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+            found = dict(zip([n for n, _unused in hosts], pool.map(from_host, hosts)))
+    finally:
+        for proc in processes:
+            proc.kill()  # type: ignore[attr-defined]
+            proc.wait()  # type: ignore[attr-defined]
+        if local is not None:
+            local.close()
+    by_target = {t: other for other, t in targets.items()}
+    matrix = {name: {by_target.get(t, t): state for t, state in row.items()} for name, row in found.items()}
+    return {"ports": ports, "from": matrix, "errors": errors}
+
+
 @contextlib.contextmanager
 def share_marker(directories: Sequence[str]) -> Iterator[List[Marker]]:
     """A marker file with a fresh token in each of `directories` (the share, the artifact directory)
@@ -476,11 +646,13 @@ def survey(
     shares: Sequence[str] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
+    with_tcp: bool = False,
 ) -> Dict[str, object]:
     """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
-    also reads back the markers written first in `shares`."""
+    also reads back the markers written first in `shares`. With `with_tcp`, then the TCP matrix between
+    the hosts that answered."""
     with share_marker(shares) as markers:
-        return _survey(
+        report = _survey(
             hosts,
             paths,
             ssh,
@@ -490,6 +662,11 @@ def survey(
             frameworks=frameworks,
             writable_paths=writable_paths,
         )
+    if with_tcp and len(hosts) > 1:
+        answered = {r["name"] for r in report["remotes"] if r["rc"] == 0} | set(report["local_names"])  # type: ignore[index,union-attr]
+        reachable = [h for h in hosts if h[0] in answered]
+        report["tcp"] = tcp_matrix(reachable, report["local_names"], ssh, own_source(), timeout)  # type: ignore[arg-type]
+    return report
 
 
 def _survey(
@@ -593,7 +770,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--ssh-wrapper", default="", help="on the master: the ssh wrapper the launch script puts first on PATH"
     )
+    parser.add_argument(
+        "--tcp-matrix", action="store_true", help="on the master: every host connects to every other's ephemeral port"
+    )
+    parser.add_argument("--listen", type=float, default=0, help="listen on an ephemeral port for this many seconds")
+    parser.add_argument("--expect", type=int, default=0, help="with --listen: stop after this many connections")
+    parser.add_argument("--connect", action="append", default=[], help="HOST:PORT to open a TCP connection to")
     args = parser.parse_args(argv)
+    if args.listen:
+        listen(args.listen, args.expect)
+        return 0
+    if args.connect:
+        print(json.dumps(connect(args.connect, CONNECT_TIMEOUT), sort_keys=True))
+        return 0
     if args.host:
         report = survey(
             args.host,
@@ -604,6 +793,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             shares=args.share_marker,
             frameworks=args.gpu_framework,
             writable_paths=args.writable,
+            with_tcp=args.tcp_matrix,
         )
         if args.ssh_wrapper:
             report["ssh"] = ssh_found(args.ssh_wrapper)

@@ -75,6 +75,7 @@ def test_the_filters_tasks_call():
         "horovod_hostfile",
         "horovod_launch_manifest",
         "horovod_manifest_compare",
+        "horovod_doctor",
     }
 
 
@@ -512,6 +513,26 @@ def test_a_run_stopped_by_its_time_limit_or_by_stop_says_so(timeout, rc, stopped
     assert report["lines"][0].startswith(f"Run r1: {verdict}, rc {rc}")
     assert report["failure"].startswith(f"Run r1 {how}")
     assert report["result"]["timed_out"] == (timeout > 0) and report["result"]["stopped"] == stopped
+
+
+@pytest.mark.parametrize(
+    ("timeout", "rc", "stopped", "seen", "diagnose"),
+    [
+        # Horovod 0.28.1's start timeout (runner/launch.py) and Gloo's rendezvous wait (common/gloo/http_store.cc).
+        (0, 1, False, "Timed out waiting for tasks to start. Please check connectivity", True),
+        (0, 1, False, "gloo::IoException: Wait timeout after 30 seconds for key(s): rank_1", True),
+        (0, 1, False, "RuntimeError: Connection refused", True),
+        (600, 124, False, "epoch 3/90", True),  # stopped by its own time limit: maybe a hang
+        (0, 1, False, "ZeroDivisionError: division by zero", False),
+        (0, 143, True, "Timed out waiting for tasks to start", False),  # stopped on purpose
+        (0, 0, False, "Connection refused (retried)", False),
+    ],
+)
+def test_a_run_that_failed_as_unreachable_hosts_make_runs_fail_asks_the_doctor(timeout, rc, stopped, seen, diagnose):
+    for where in ("launcher_tail", "rank_output"):
+        info = {**INFO, where: seen}
+        report = m.report(run_of(timeout=timeout), True, end=end(rc, stopped=stopped), info=info)
+        assert report["diagnose"] is diagnose, (where, seen)
 
 
 def test_the_report_of_an_elastic_run_lists_its_host_sets():

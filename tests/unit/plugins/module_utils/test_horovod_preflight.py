@@ -16,7 +16,9 @@ from ansible_collections.multinode.horovod.plugins.module_utils.horovod_prefligh
     SETTINGS,
     check_build,
     compute_capability,
+    doctor,
     preflight,
+    route_interface,
     runs_on,
     truncate,
 )
@@ -523,3 +525,101 @@ def test_a_probe_that_did_not_read_the_output_directory_is_refused():
     del rep["local"]["writable"]
     [problem] = judge(rep)["problems"]
     assert "cannot write /data1/artifacts/runs, the bundled example writes its output below it: not read" in problem
+
+
+# The kernel's routes of a host on 10.0.0.0/24 (eth0) with a second network on eth1.
+ROUTES = [
+    {"interface": "eth0", "destination": "0.0.0.0", "prefix": 0, "gateway": "10.0.0.254"},
+    {"interface": "eth0", "destination": "10.0.0.0", "prefix": 24, "gateway": "0.0.0.0"},
+    {"interface": "eth1", "destination": "192.168.5.0", "prefix": 24, "gateway": "0.0.0.0"},
+]
+TCP_OK = {
+    "ports": {"node-a": 40001, "node-b": 40002, "node-c": 40003},
+    "from": {
+        "node-a": {"node-b": "ok", "node-c": "ok"},
+        "node-b": {"node-a": "ok", "node-c": "ok"},
+        "node-c": {"node-a": "ok", "node-b": "ok"},
+    },
+    "errors": {},
+}
+
+
+def with_tcp_and_routes(**tcp_changes: Any) -> dict[str, Any]:
+    rep = report()
+    rep["tcp"] = {**copy.deepcopy(TCP_OK), **tcp_changes}
+    rep["local"].update(routes=ROUTES, port_range=[32768, 60999])
+    for host in HOSTS[1:]:
+        remote(rep, host["name"], routes=ROUTES, port_range=[32768, 60999])
+    return rep
+
+
+def test_route_interface_takes_the_most_specific_route():
+    assert route_interface(ROUTES, "10.0.0.3") == "eth0"
+    assert route_interface(ROUTES, "192.168.5.9") == "eth1"
+    assert route_interface(ROUTES, "8.8.8.8") == "eth0"  # the default route
+    assert route_interface(ROUTES[1:], "8.8.8.8") is None
+    assert route_interface(ROUTES, "not an address") is None
+
+
+def test_tcp_between_every_pair_and_routes_through_the_interface_pass():
+    assert judge(with_tcp_and_routes())["problems"] == []
+
+
+def test_a_host_that_takes_ssh_but_no_other_tcp_is_refused_with_the_fix():
+    blocked = copy.deepcopy(TCP_OK["from"])
+    blocked["node-a"]["node-c"] = "refused"
+    blocked["node-b"]["node-c"] = "timed out"
+    (problem,) = judge(with_tcp_and_routes(**{"from": blocked}))["problems"]
+    assert problem.startswith("node-c: its container accepts no TCP connection on an ephemeral port (40003) from ")
+    assert "node-a (refused), node-b (timed out), although ssh reaches it" in problem
+    assert "(32768-60999 there)" in problem and "iptables -I INPUT -s ADDRESS -p tcp -j ACCEPT" in problem
+
+
+def test_a_host_whose_tcp_check_could_not_run_is_named():
+    (problem,) = judge(with_tcp_and_routes(errors={"node-b": "no listener: boom"}))["problems"]
+    assert problem == "node-b: the TCP check could not run there (no listener: boom)."
+
+
+def test_a_route_through_another_interface_or_none_is_named():
+    rep = with_tcp_and_routes()
+    remote(
+        rep, "node-b", routes=[{"interface": "eth1", "destination": "0.0.0.0", "prefix": 0, "gateway": "192.168.5.1"}]
+    )
+    remote(rep, "node-c", routes=[{"interface": "eth0", "destination": "10.9.0.0", "prefix": 16, "gateway": "0.0.0.0"}])
+    problems = judge(rep)["problems"]
+    assert problems == [
+        "node-b: its route to node-a (10.0.0.1) leaves through eth1, not eth0 (the interface Horovod uses there), "
+        "so the ranks' connections would not go where Horovod expects. Name the interface that carries the route "
+        "in horovod_launch_network_interfaces, or fix the routes.",
+        problems[1],
+        "node-c: its container has no route to node-a (10.0.0.1). Add one, or set the hosts' addresses "
+        "(horovod_node_address) to ones on a network they share.",
+        problems[3],
+    ]
+    assert "node-b: its route to node-c (10.0.0.3) leaves through eth1" in problems[1]
+    assert "node-c: its container has no route to node-b (10.0.0.2)" in problems[3]
+    # A host whose routes were not read (an older probe) is not judged by them.
+    assert judge(report())["problems"] == []
+
+
+def test_the_doctor_names_the_most_likely_cause_first():
+    blocked = copy.deepcopy(TCP_OK["from"])
+    blocked["node-a"]["node-c"] = "refused"
+    rep = remote(with_tcp_and_routes(**{"from": blocked}), "node-b", hostname="node-a", shm_bytes=1 << 20)
+    found = doctor(rep, HOSTS, "node-a", SETTINGS_OK)
+    starts = ["node-c: its container accepts no TCP", "node-a and node-b all have", "node-b and node-a all have",
+              "node-b: /dev/shm in its container is 1.00 MB"]  # fmt: skip
+    assert len(found["causes"]) == len(starts)
+    assert [c[: len(start)] for c, start in zip(found["causes"], starts, strict=True)] == starts
+    assert found["lines"][0].startswith("Most likely cause: node-c: its container accepts no TCP connection")
+    assert found["lines"][1].startswith("Also: node-a and node-b all have the hostname 'node-a'")
+    assert found["lines"][-1].startswith("checked: ssh from the master's container to every host, TCP on")
+    assert doctor(with_tcp_and_routes(), HOSTS, "node-a", SETTINGS_OK)["lines"][0] == "No cause found on the hosts."
+
+
+def test_the_doctor_names_an_unreachable_host_before_anything_else():
+    rep = with_tcp_and_routes()
+    rep["remotes"][1].update(rc=255, stdout="", stderr="ssh: connect to host 10.0.0.3 port 12345: Connection timed out")
+    found = doctor(rep, HOSTS, "node-a", SETTINGS_OK)
+    assert len(found["causes"]) == 1
+    assert found["causes"][0].startswith("node-c (10.0.0.3): ssh from the container 'horovod' on node-a to port 12345")
