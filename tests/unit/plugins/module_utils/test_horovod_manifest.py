@@ -10,12 +10,15 @@ import json
 from typing import Any
 
 import pytest
-from ansible_collections.multinode.horovod.plugins.filter.horovod_launch import FilterModule
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_launch as launch
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_manifest as m
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import preflight
-from ansible_collections.multinode.horovod.plugins.plugin_utils.horovod_launch_rules import problems
-from test_horovod_preflight import HOSTS, SETTINGS_OK, remote, report
+from ansible_collections.multinode.horovod.tests.unit.plugins.module_utils.test_horovod_preflight import (
+    HOSTS,
+    SETTINGS_OK,
+    remote,
+    report,
+)
 
 PLAN_INPUTS = {
     "hosts": HOSTS,
@@ -168,7 +171,7 @@ def test_the_runs_table_shows_the_manifest_below_each_run():
         {"name": "r1", "state": "finished", "rc": 0, "duration_s": 5, "manifest": manifest()},
         {"name": "r0", "state": "finished", "rc": 0, "duration_s": 5, "manifest": None},
     ]
-    got = FilterModule().filters()["horovod_run_status"](runs)
+    got = m.runs_status(runs)
     assert got[0]["lines"][0] == got[0]["summary"] and got[0]["lines"][1].startswith("    Horovod 0.28.1 (gloo)")
     assert got[1]["lines"] == [got[1]["summary"]]
 
@@ -200,9 +203,9 @@ def test_two_runs_differ_where_they_differ_and_nowhere_else():
 
 
 def test_a_key_only_one_run_has_is_shown_as_missing_in_the_other():
-    a, b = manifest(), manifest(survey(**{"node-a": {"packages": {**PACKAGES, "tensorflow": "2.11.0"}}}))
-    assert m.diff(a, b) == ['hosts.node-a.packages.tensorflow: (none) -> "2.11.0"']
-    assert m.diff(b, a) == ['hosts.node-a.packages.tensorflow: "2.11.0" -> (none)']
+    without, with_tf = manifest(), manifest(survey(**{"node-a": {"packages": {**PACKAGES, "tensorflow": "2.11.0"}}}))
+    assert m.diff(without, with_tf) == ['hosts.node-a.packages.tensorflow: (none) -> "2.11.0"']
+    assert m.diff(with_tf, without) == ['hosts.node-a.packages.tensorflow: "2.11.0" -> (none)']
 
 
 def test_compare_finds_the_runs_by_name_and_says_when_nothing_differs():
@@ -240,10 +243,3 @@ def test_compare_finds_the_runs_by_name_and_says_when_nothing_differs():
 )
 def test_compare_names(value: Any, expected: list[str] | None):
     assert m.compare_names(value) == expected
-
-
-def test_the_rules_refuse_a_compare_that_is_not_two_runs():
-    assert problems({"horovod_launch_compare": []}) == []
-    assert problems({"horovod_launch_compare": "r1,r2"}) == []
-    (found,) = problems({"horovod_launch_compare": "r1"})
-    assert found[0] == "horovod_launch_compare" and "give two run names" in found[1]

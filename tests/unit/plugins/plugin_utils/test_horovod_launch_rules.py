@@ -567,3 +567,11 @@ def test_the_filter_prefixes_the_role_variable():
         "horovod_launch_np: 9 is more than the 3 slots of the hosts (node-a: 2, node-b: 1); lower it (0 means all "
         "slots) or give the hosts more slots"
     ]
+
+
+def test_the_rules_refuse_a_compare_that_is_not_two_runs():
+    assert problems(compare=[]) == []
+    assert problems(compare="r1,r2") == []
+    assert problems(compare=["r1", "r2"]) == []
+    (found,) = problems(compare="r1")
+    assert found[0] == "horovod_launch_compare" and "give two run names" in found[1]
