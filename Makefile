@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-tensorboard lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -106,11 +106,12 @@ test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + 
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
-test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out and Horovod 0.18.2, the controller matrix, and every scenario on Debian 13
+test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2 and TensorBoard, the controller matrix, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	$(MAKE) --no-print-directory lab-old-horovod || rc=1; \
+	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc
@@ -127,6 +128,11 @@ lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (-
 lab-old-horovod: prepare venv ## The guide's Horovod 0.18.2 on the three lab machines through the site, then the lab's image again (in make test-all)
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py old-runner
+
+lab-tensorboard: prepare venv ## playbooks/tensorboard.yml on a lab run's event files: the tunnel, the scalars' data, a headless Chromium screenshot (in make test-all)
+	$(PYTHON) tools/lab.py up
+	ansible-playbook site.yml -i inventories/lab
+	$(PYTHON) tools/lab.py tensorboard
 
 lab-elastic: venv ## An elastic run on the lab (make lab first): a worker's container stopped mid-run and started again
 	ansible-playbook -i inventories/lab molecule/horovod_launch/elastic.yml

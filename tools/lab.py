@@ -30,6 +30,17 @@ from its archive in the artifact directory: containers recreated from it, the bu
 three machines (rc 0, three hosts in its result, a launch line without those options), the site again
 with nothing changed; then the site with the lab's own image again.
 
+``tensorboard`` (after ``up`` and a converge; ``make lab-tensorboard``, in ``make test-all``) trains a
+small model on the three machines whose rank 0 writes scalars with ``torch.utils.tensorboard`` into its
+run's directory, then runs playbooks/tensorboard.yml on that run: check mode starts nothing; started, the
+playbook's TensorBoard listens on the master's loopback only (refused on its cluster address), the same
+settings again change nothing and the launch preflight sees no running job; through the ``ssh -L``
+command the playbook prints, the page, the run's log directory and the scalars' data (its tag, every step,
+the values rank 0 wrote) answer on this machine, and a headless Chromium (installed from Debian's mirror
+when missing) takes a screenshot of the scalars dashboard that must show the run's curve
+(``/var/lib/multinode-horovod/lab/tensorboard/tensorboard.png``); another port replaces it, and stopped
+(check mode first) it is gone while a TensorBoard the playbook did not start runs on.
+
 ``bench`` runs playbooks/benchmark.yml on the lab as it is (``make lab`` first) with a sweep up to
 16 MiB and a small synthetic model, and prints the report's table; the report stays in
 ``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (docs/measurements.md shows one).
@@ -44,14 +55,20 @@ import argparse
 import json
 import os
 import re
+import shlex
+import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import machines  # tools/machines.py: the DinD machine, defined once
+import prepare_host  # tools/prepare_host.py: Debian packages this machine lacks
 
 REPO = Path(__file__).resolve().parent.parent
 LABEL = "org.multinode-horovod.lab"
@@ -586,6 +603,257 @@ def old_runner() -> None:
     log("old-runner: passed")
 
 
+# TensorBoard on the share (``tensorboard``). Not TensorBoard's default port, so the setting is proven.
+TB_PORT = 16006
+TB_TAG = "train/loss"
+TB_STEPS = 20
+# A run of the three machines: a linear model trained with Horovod's DistributedOptimizer, each step's
+# loss averaged over the ranks (allreduce); rank 0 writes it with torch.utils.tensorboard into the run's
+# output directory, and the same values into loss.json to compare with what TensorBoard serves.
+TB_CODE = (
+    "import json, os, torch, horovod.torch as hvd\n"
+    "from torch.utils.tensorboard import SummaryWriter\n"
+    "hvd.init(); torch.manual_seed(0)\n"
+    "x, y = torch.eye(4), torch.arange(1.0, 5.0).unsqueeze(1)\n"
+    "model = torch.nn.Linear(4, 1)\n"
+    "hvd.broadcast_parameters(model.state_dict(), root_rank=0)\n"
+    "opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.2), "
+    "named_parameters=model.named_parameters())\n"
+    "out = os.environ['HOROVOD_LAUNCH_OUTPUT_DIR']\n"
+    "writer = SummaryWriter(out) if hvd.rank() == 0 else None\n"
+    "losses = []\n"
+    f"for step in range({TB_STEPS}):\n"
+    "    opt.zero_grad(); loss = torch.nn.functional.mse_loss(model(x), y); loss.backward(); opt.step()\n"
+    "    losses.append(hvd.allreduce(loss.detach(), name='loss').item())\n"
+    f"    if writer: writer.add_scalar({TB_TAG!r}, losses[-1], step)\n"
+    "if writer:\n"
+    "    writer.close()\n"
+    "    with open(os.path.join(out, 'loss.json'), 'w') as f: json.dump(losses, f)\n"
+    "print('tensorboard-lab rank', hvd.rank(), 'final loss', losses[-1], flush=True)\n"
+)
+# The run's colour in TensorBoard's scalars dashboard (the first of its palette, #ff7043; the log
+# directory holds one run): the screenshot must show a curve of it right of the run list, below the bar.
+TB_CURVE_RGB = (255, 112, 67)
+TB_CURVE_PIXELS = 150
+# No proxy between this machine and the tunnel's end on its own loopback.
+LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def tb_processes(pattern: str) -> list[tuple[str, str]]:
+    """(pid, args) of the processes in the master's container whose command line `pattern` matches."""
+    lines = in_container(MACHINES[0], "ps", "-eo", "pid=,args=").stdout.splitlines()
+    found = [line.strip().split(None, 1) for line in lines]
+    return [(words[0], words[1]) for words in found if len(words) == 2 and re.search(pattern, words[1])]
+
+
+def get(url: str, timeout: float = 10) -> bytes:
+    with LOCAL.open(url, timeout=timeout) as answer:
+        return answer.read()
+
+
+def get_json_until(url: str, ready: object, what: str, wait: float = 90) -> object:
+    """The JSON at `url` once `ready(value)` holds (TensorBoard loads the event files in the background)."""
+    deadline, value = time.monotonic() + wait, None
+    while time.monotonic() < deadline:
+        try:
+            value = json.loads(get(url))
+            if ready(value):  # type: ignore[operator]
+                return value
+        except OSError:
+            pass
+        time.sleep(2)
+    raise SystemExit(f"lab: tensorboard: {what} not seen at {url} within {wait:.0f}s; last answer: {value}")
+
+
+def open_tunnel(command: str, url: str) -> subprocess.Popen[str]:
+    """The playbook's ``ssh -N -L`` command with the lab's key and pinned host keys (a user's own ssh
+    configuration would give them), running until it is terminated; returned once `url` answers."""
+    words = shlex.split(command)
+    ssh_dir = lab_dir() / "ssh"
+    options = ["-i", str(ssh_dir / "id_ed25519"), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+               "-o", f"UserKnownHostsFile={ssh_dir / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+               "-o", "ExitOnForwardFailure=yes"]  # fmt: skip
+    log(f"the tunnel: {command} (with the lab's key)")
+    tunnel = subprocess.Popen([words[0], *options, *words[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if tunnel.poll() is not None:
+            _, why = tunnel.communicate()
+            raise SystemExit(f"lab: tensorboard: the tunnel ended (rc {tunnel.returncode}): {why.strip()}")
+        try:
+            get(url, timeout=5)
+            return tunnel
+        except OSError:
+            time.sleep(1)
+    tunnel.terminate()
+    raise SystemExit(f"lab: tensorboard: {url} did not answer through the tunnel within 30s")
+
+
+def curve_pixels(png: Path) -> int:
+    """How many pixels of the screenshot `png` have the run's colour, right of the run list and below the bar."""
+    import matplotlib.image  # noqa: PLC0415 - the controller's toolchain has it (requirements.txt)
+
+    pixels = (matplotlib.image.imread(str(png))[80:, 360:, :3] * 255).round()
+    return int((abs(pixels - TB_CURVE_RGB) <= 12).all(axis=-1).sum())
+
+
+def screenshot(url: str, png: Path) -> None:
+    """A headless Chromium's screenshot of `url` (Debian's, installed when missing)."""
+    prepare_host.install_missing({"chromium": "chromium"})
+    profile = png.parent / "chromium-profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    png.unlink(missing_ok=True)
+    # As root Chromium needs --no-sandbox; the page is drawn by JavaScript, so it gets 15 s of virtual time.
+    run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-proxy-server",
+         f"--user-data-dir={profile}", "--window-size=1400,900", "--virtual-time-budget=15000",
+         f"--screenshot={png}", url])  # fmt: skip
+    shutil.rmtree(profile, ignore_errors=True)
+    if not png.is_file():
+        raise SystemExit(f"lab: tensorboard: chromium wrote no screenshot {png}")
+
+
+def tb_idle_pattern() -> str:
+    """How a process of the playbook's TensorBoard looks (the collection's own definition)."""
+    sys.path.insert(0, str(REPO / ".cache" / "collections"))  # make venv links this checkout there
+    from ansible_collections.multinode.horovod.plugins.module_utils import horovod_tensorboard  # noqa: PLC0415
+
+    return horovod_tensorboard.IDLE_PATTERN
+
+
+def tb_train(name: str, run_dir: str) -> list[float]:
+    """The run that writes the event files; the losses rank 0 wrote."""
+    on_host = lab_dir() / "artifacts" / "runs" / name
+    with Timer("a run on the three machines that writes TensorBoard scalars"):
+        playbook("--tags", "launch", "-e", json.dumps({"horovod_run_name": name, "horovod_launch_output_dir":
+                 f"{run_dir}/output", "horovod_train_command": ["python3", "-c", TB_CODE]}))  # fmt: skip
+    rc = (on_host / "rc").read_text().strip() if (on_host / "rc").is_file() else "none"
+    events = sorted((on_host / "output").glob("events.out.tfevents.*"))
+    written = json.loads((on_host / "output" / "loss.json").read_text()) if rc == "0" else []
+    if rc != "0" or not events or len(written) != TB_STEPS:
+        raise SystemExit(f"lab: tensorboard: run {name} ended rc {rc} with event files {events} ({on_host})")
+    log(f"run {name}: {len(events)} event file(s), loss {written[0]:.4f} -> {written[-1]:.4f}")
+    return [float(value) for value in written]
+
+
+def printed_tunnel(out: str) -> str | None:
+    """The ssh tunnel command in the playbook's output (a line of its last message), None without one."""
+    found = re.search(r"From the controller: (ssh -N -L [^'\"\n]+)", out)
+    return found.group(1).strip() if found else None
+
+
+def tb_start(given: list[str], run_dir: str, mine: str) -> str:
+    """Check mode, the start, the same again, the preflight beside it, its loopback; the tunnel command."""
+    book, master = "playbooks/tensorboard.yml", MACHINES[0]
+    if tb_processes(mine):  # left by an earlier test that stopped half-way
+        playbook("-e", "horovod_tensorboard_state=stopped", book=book)
+    _, _, out = playbook(*given, "--check", book=book)
+    if "Check mode: TensorBoard would be started" not in out or tb_processes(mine):
+        raise SystemExit("lab: tensorboard: check mode did not only say what it would start")
+    with Timer("the playbook starts TensorBoard"):
+        _, changed, out = playbook(*given, book=book)
+    started = tb_processes(mine)
+    wanted = f"--logdir {run_dir} --host 127.0.0.1 --port {TB_PORT}"
+    if not changed or len(started) != 1 or wanted not in started[0][1]:
+        raise SystemExit(f"lab: tensorboard: started ({changed} changed), but its processes are {started}")
+    expected = f"ssh -N -L {TB_PORT}:127.0.0.1:{TB_PORT} root@{master.address}"
+    if printed_tunnel(out) != expected:
+        raise SystemExit(f"lab: tensorboard: the playbook printed no tunnel {expected!r}")
+    _, changed, _ = playbook(*given, book=book)
+    if changed or tb_processes(mine) != started:
+        raise SystemExit(f"lab: tensorboard: the same settings again changed {changed} or its process")
+    _, _, out = playbook(book="playbooks/preflight.yml")
+    if "running jobs: none" not in out:
+        raise SystemExit("lab: tensorboard: the launch preflight counts the playbook's TensorBoard as a job")
+    try:
+        socket.create_connection((master.address, TB_PORT), timeout=5).close()
+    except OSError:
+        log(f"{master.address}:{TB_PORT} refuses: TensorBoard listens on the master's loopback only")
+    else:
+        raise SystemExit(f"lab: tensorboard: it answers on {master.address}:{TB_PORT}, not on loopback only")
+    return expected
+
+
+def tb_through_tunnel(url: str, run_dir: str, written: list[float], out_dir: Path) -> None:
+    """The page, the log directory and the scalars through the tunnel, and the screenshot's curve."""
+    page = get(url).decode(errors="replace")
+    environment = json.loads(get(f"{url}data/environment"))
+    if "<title>TensorBoard</title>" not in page or environment.get("data_location") != run_dir:
+        raise SystemExit(f"lab: tensorboard: the page or its log directory is wrong: {environment}")
+    get_json_until(f"{url}data/plugin/scalars/tags", lambda tags: TB_TAG in tags.get("output", {}), TB_TAG)
+    query = urllib.parse.urlencode({"run": "output", "tag": TB_TAG})
+    scalars = json.loads(get(f"{url}data/plugin/scalars/scalars?{query}"))
+    (out_dir / "scalars.json").write_text(json.dumps(scalars) + "\n")
+    steps, values = [int(s[1]) for s in scalars], [float(s[2]) for s in scalars]
+    # TensorBoard keeps float32: equal to what rank 0 wrote up to that rounding.
+    close = len(values) == len(written) and all(
+        abs(v - w) <= 1e-5 * max(1.0, abs(w)) for v, w in zip(values, written, strict=True)
+    )
+    if steps != list(range(TB_STEPS)) or not close:
+        raise SystemExit(f"lab: tensorboard: the scalars served {scalars} are not those rank 0 wrote {written}")
+    log(f"through the tunnel: the page, --logdir {run_dir}, {TB_TAG} at steps 0-{TB_STEPS - 1} as written")
+    png = out_dir / "tensorboard.png"
+    with Timer("a screenshot of the scalars dashboard in headless Chromium"):
+        screenshot(f"{url}#scalars", png)
+    curve = curve_pixels(png)
+    if curve < TB_CURVE_PIXELS:
+        raise SystemExit(f"lab: tensorboard: {png} shows {curve} pixels of the run's curve, not {TB_CURVE_PIXELS}")
+    log(f"{png}: {curve} pixels of the run's curve")
+
+
+def tb_replace_and_stop(name: str, run_dir: str, mine: str) -> list[tuple[str, str]]:
+    """Another port replaces it; stopped (check mode first) it is gone and another TensorBoard is not. The
+    other TensorBoard's (pid, args), for the caller to end."""
+    book, master = "playbooks/tensorboard.yml", MACHINES[0]
+    before = tb_processes(mine)
+    _, changed, _ = playbook("-e", f"horovod_run_name={name}", "-e", f"horovod_tensorboard_port={TB_PORT + 1}",
+                             book=book)  # fmt: skip
+    moved = tb_processes(mine)
+    if not changed or len(moved) != 1 or moved == before or f"--port {TB_PORT + 1}" not in moved[0][1]:
+        raise SystemExit(f"lab: tensorboard: another port did not replace it: {before} -> {moved}")
+    other = rf"^python3 -m tensorboard\.main .*--port {TB_PORT + 2}"
+    run(["docker", "exec", master.container, "docker", "exec", "-d", CONTAINER, "python3", "-m", "tensorboard.main",
+         "--logdir", run_dir, "--host", "127.0.0.1", "--port", str(TB_PORT + 2), "--load_fast=false"])  # fmt: skip
+    time.sleep(2)
+    bystander = tb_processes(other)
+    stop = ["-e", "horovod_tensorboard_state=stopped"]
+    playbook(*stop, "--check", book=book)
+    if tb_processes(mine) != moved:
+        raise SystemExit("lab: tensorboard: check mode stopped it")
+    _, changed, _ = playbook(*stop, book=book)
+    left, others = tb_processes(mine), tb_processes(other)
+    if not changed or left or not bystander or others != bystander:
+        raise SystemExit(f"lab: tensorboard: stopped ({changed} changed): left {left}; other {bystander} -> {others}")
+    _, changed, _ = playbook(*stop, book=book)
+    if changed:
+        raise SystemExit(f"lab: tensorboard: stopping it again changed {changed}")
+    return bystander
+
+
+def tensorboard() -> None:
+    """playbooks/tensorboard.yml on the event files of a run of the three machines (the module docstring)."""
+    mine = tb_idle_pattern()
+    out_dir = lab_dir() / "tensorboard"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = time.strftime("tensorboard-%Y%m%d-%H%M%S")
+    run_dir = f"{ARTIFACT_DIR}/runs/{name}"
+    written = tb_train(name, run_dir)
+    given = ["-e", f"horovod_run_name={name}", "-e", f"horovod_tensorboard_port={TB_PORT}"]
+    url = f"http://127.0.0.1:{TB_PORT}/"
+    command = tb_start(given, run_dir, mine)
+    tunnel = open_tunnel(command, url)
+    bystander: list[tuple[str, str]] = []
+    try:
+        tb_through_tunnel(url, run_dir, written, out_dir)
+        bystander = tb_replace_and_stop(name, run_dir, mine)
+    finally:
+        tunnel.terminate()
+        tunnel.wait()
+        for pid, _ in bystander or tb_processes(rf"^python3 -m tensorboard\.main .*--port {TB_PORT + 2}"):
+            in_container(MACHINES[0], "kill", pid, check=False)
+    log(f"tensorboard: passed (screenshot {out_dir / 'tensorboard.png'})")
+
+
 # The lab's benchmark: small enough for three machines that share this host's cores (the defaults,
 # 1 KiB to 256 MiB and ResNet-50 at 224 px, are for real clusters).
 BENCH_SETTINGS = {
@@ -625,11 +893,12 @@ def machine_summary() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "old-runner", "down"))
+    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "old-runner", "tensorboard", "down"))
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
-    actions = {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "old-runner": old_runner, "down": down}
+    actions = {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "old-runner": old_runner,
+               "tensorboard": tensorboard, "down": down}  # fmt: skip
     actions[args.action]()
     if args.action == "site" and args.example == "horovod":
         guide_example(args.examples)

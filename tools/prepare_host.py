@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import progress  # tools/progress.py: how far a long command is
@@ -46,8 +47,9 @@ def have(cmd: str) -> bool:
     return shutil.which(cmd) is not None or any(Path(d, cmd).exists() for d in SBIN_DIRS)
 
 
-def install_missing() -> None:
-    missing = sorted({pkg for cmd, pkg in NEEDED.items() if not have(cmd)})
+def install_missing(needed: Mapping[str, str] = NEEDED) -> None:
+    """Install the Debian package of each command of `needed` that this machine lacks."""
+    missing = sorted({pkg for cmd, pkg in needed.items() if not have(cmd)})
     if not missing:
         return
     if os.geteuid() != 0:

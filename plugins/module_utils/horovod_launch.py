@@ -18,6 +18,7 @@ from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_hosts
+from ansible_collections.multinode.horovod.plugins.module_utils.controller_ssh import ssh_command
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import failed_rank
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, strip_slash
@@ -391,9 +392,7 @@ def _result(run: Mapping[str, Any], started_now: bool, **more: Any) -> dict[str,
 def follow_command(master: Mapping[str, Any], path: str) -> str:
     """``ssh [-p PORT] [USER@]HOST tail -f PATH``: the master's log followed from the controller, with the
     inventory's connection to the master (``host``, ``user``, ``port``)."""
-    user = f"{master['user']}@" if master.get("user") else ""
-    port = f" -p {master['port']}" if str(master.get("port") or 22) != "22" else ""
-    return f"ssh{port} {user}{master['host']} tail -f {shlex.quote(path)}"
+    return ssh_command(master, command=["tail", "-f", path])
 
 
 def _running(

@@ -5,7 +5,8 @@
 docker_horovod's job guard (roles/docker_horovod/tasks/job_guard.yml, from ``docker top`` on the host)
 and horovod_launch's preflight (tasks/checks.yml, from the probe in every node's container) both call
 a process a job unless it is one of the container's idle processes: docker's init, the supervisor and
-its sleep, the sshd listener of container_sshd, and docker_horovod's own ``pip list --format=json``.
+its sleep, the sshd listener of container_sshd, docker_horovod's own ``pip list --format=json``, and the
+TensorBoard that playbooks/tensorboard.yml starts (it serves the logs and trains nothing).
 python, horovodrun, torchrun, ssh sessions, shells and ``pip install`` are jobs. Each role adds its own
 extra idle patterns (``*_idle_process_patterns``).
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_tensorboard
 
 # Searched (re.search) in a process's command line; a process none of them matches is a job.
 IDLE_PATTERNS: tuple[str, ...] = (
@@ -30,6 +31,9 @@ IDLE_PATTERNS: tuple[str, ...] = (
     # filter: `PYTHON -m pip`, or the shell that picks python3 or python). It only lists, for a second
     # or two; another run of the role beside this one (a check-mode run) may have it going.
     r'^(\S+ -m pip|/bin/sh -c exec .* -m pip "\$@" pip) list --format=json$',
+    # playbooks/tensorboard.yml's TensorBoard, by the marker on its command line: it serves the logs and
+    # trains nothing, so it holds up no launch, container recreate or teardown (the recreate ends it).
+    horovod_tensorboard.IDLE_PATTERN,
 )
 
 # The same pattern hides values in roles/horovod_launch/files/horovod_probe.py and horovod_run.py.

@@ -31,7 +31,7 @@ from typing import Any
 
 import jinja2
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, horovod_bench, horovod_tensorboard
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 from ansible_collections.multinode.horovod.plugins.module_utils.values import is_host_name, switch
@@ -54,8 +54,14 @@ ROLE_FACTS = (
     "horovod_launch_result",
     "horovod_launch_runs",
 )
-# Switches of one playbook, given with -e (teardown.yml and benchmark.yml check their values themselves).
-PLAYBOOK_SWITCHES = ("horovod_teardown_force", "horovod_teardown_remove_share_data", *horovod_bench.SETTING_NAMES)
+# Switches of one playbook, given with -e (teardown.yml, benchmark.yml and tensorboard.yml check their
+# values themselves).
+PLAYBOOK_SWITCHES = (
+    "horovod_teardown_force",
+    "horovod_teardown_remove_share_data",
+    *horovod_bench.SETTING_NAMES,
+    *horovod_tensorboard.SETTING_NAMES,
+)
 PREFIXES = ("horovod_", *(f"{role}_" for role in roles.ROLES))
 CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_connection")
 DEFERRED = "__deferred__"  # in a snapshot: the names whose values wait for the hosts

@@ -3,11 +3,12 @@
 """What runs with an image's python3 needs nothing past Python 3.6, the guide's image's.
 
 The guide's ``horovod/horovod:0.18.2-tf2.0.0-torch1.3.0-mxnet1.5.0-py3.6-gpu`` has Python 3.6, and the
-preflight's probe, the run helpers, ssh_trust's link and matrix scripts and the benchmark's in-container
-steps run there. No Python 3.6 can be had on these machines (Debian 12's mirror and PyPI only), so this
-checks it the two ways that need none: the grammar of 3.6 (``ast.parse(feature_version=(3, 6))``) and
-vermin's table of what each standard-library name, argument and built-in form needs (annotations
-included, since without ``from __future__ import annotations``, which 3.6 lacks, they are evaluated).
+preflight's probe, the run helpers, ssh_trust's link and matrix scripts, the benchmark's in-container
+steps and the TensorBoard playbook's helper run there. No Python 3.6 can be had on these machines
+(Debian 12's mirror and PyPI only), so this checks it the two ways that need none: the grammar of 3.6
+(``ast.parse(feature_version=(3, 6))``) and vermin's table of what each standard-library name, argument
+and built-in form needs (annotations included, since without ``from __future__ import annotations``,
+which 3.6 lacks, they are evaluated).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ IMAGE_PYTHON = [
     "roles/ssh_trust/files/ssh_matrix.py",
     "playbooks/files/benchmark/horovod_bench_link.py",
     "playbooks/files/benchmark/horovod_bench_run.py",
+    "playbooks/files/tensorboard/horovod_tensorboard.py",
 ]
 # Run by the controller's Python (ansible_playbook_python), which ansible-core's own floor bounds.
 CONTROLLER_PYTHON = ["playbooks/files/benchmark/horovod_bench_plot.py"]

@@ -389,6 +389,31 @@ def test_the_benchmark_playbook_is_gated_and_checks_its_settings_before_any_host
     assert "Check the benchmark's settings" in out and "Read the container's image ID" not in out
 
 
+def test_the_tensorboard_playbook_is_gated_and_checks_its_settings_before_any_host(tmp_path):
+    book = "playbooks/tensorboard.yml"
+    res = playbook(write(tmp_path, BROKEN), book=book)
+    assert_stopped_in_gate(res, "did you mean horovod_ssh_port?")
+    inventory = write(tmp_path, base())
+    res = playbook(inventory, "-e", "horovod_tensorboard_prot=6007", book=book)
+    assert_stopped_in_gate(res, "did you mean horovod_tensorboard_port?")
+    bad = ["-e", "horovod_tensorboard_port=70000", "-e", "horovod_tensorboard_state=up", "-e",
+           "horovod_tensorboard_logdir=/srv/elsewhere"]  # fmt: skip
+    res = playbook(inventory, *bad, "--skip-tags", "probe", book=book)
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out
+    assert "horovod_tensorboard_port: 70000 is not a TCP port (1-65535)" in out
+    assert "horovod_tensorboard_state: 'up' is not one of started, stopped" in out
+    assert "horovod_tensorboard_logdir: '/srv/elsewhere' is not on the share" in out
+    assert "Check TensorBoard's settings" in out and "TASK [Read TensorBoard, its processes" not in out
+    assert "UNREACHABLE" not in out
+    # The same settings, sound, pass (the play that reads the master's container left out).
+    good = ["-e", "horovod_tensorboard_port=6007", "-e", "horovod_tensorboard_state=stopped", "-e",
+            "horovod_tensorboard_logdir=/data1/share/tensorboard"]  # fmt: skip
+    res = playbook(inventory, *good, "--skip-tags", "probe,tensorboard", book=book)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Check TensorBoard's settings" in res.stdout
+
+
 def test_an_unsafe_inventory_value_is_judged_raw_as_the_role_gets_it(tmp_path):
     """`!unsafe` text is never run by the gate (its result would show in the message), and the value the
     gate judges is the one the launch role gets from the site's mapping (playbooks/vars/launch.yml)."""
