@@ -35,8 +35,8 @@ def read(processes=(), version="2.19.0", logdir="directory", port_free=True):
     return {"tensorboard": board, "processes": list(processes), "logdir": logdir, "port_free": port_free, "log": []}
 
 
-def plan(given=None, found=None, master=MASTER):
-    return tb.plan(settings(given), found or read(), master, "horovod")
+def plan(given=None, found=None, master=None):
+    return tb.plan(settings(given), found or read(), master or MASTER, "horovod")
 
 
 # --- settings ------------------------------------------------------------------------------------
