@@ -556,6 +556,16 @@ SECOND_STAGE = (
 DOCTOR_ORDER = (_tcp, _found_interfaces, _named_interfaces, _routes, _hostnames, _shm, _versions, _images)
 
 
+def _rule_settings(
+    report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the second stage's rules read besides the nodes: the settings, and what the report says of all."""
+    # With no other host, horovodrun opens no connection, so there is no interface to choose.
+    auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
+    local_version = report["local"].get("horovod_version")
+    return {**settings, "auto_nics": auto_nics, "local_version": local_version, "tcp": report.get("tcp")}
+
+
 def preflight(
     report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -590,15 +600,9 @@ def preflight(
     if result["problems"]:
         return result
     nodes = host_probes(report, hosts, me)
-    # With no other host, horovodrun opens no connection, so there is no interface to choose.
-    auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
+    rules = _rule_settings(report, hosts, settings)
+    auto_nics = rules["auto_nics"]
     local = report["local"]
-    rules = {
-        **settings,
-        "auto_nics": auto_nics,
-        "local_version": local.get("horovod_version"),
-        "tcp": report.get("tcp"),
-    }
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
     # horovodrun's own report: the release its command line is built for.
     fact["horovod_version"] = check_build((report.get("check_build") or {}).get("stdout"))["version"]
@@ -650,13 +654,7 @@ def doctor(
     ``lines`` to show."""
     first = _unreachable(report, me, settings)
     nodes = host_probes(report, hosts, me) if not first else []
-    auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
-    rules = {
-        **settings,
-        "auto_nics": auto_nics,
-        "local_version": report["local"].get("horovod_version"),
-        "tcp": report.get("tcp"),
-    }
+    rules = _rule_settings(report, hosts, settings)
     causes = first + [problem for rule in DOCTOR_ORDER for problem in rule(nodes, me, rules)] if nodes else first
     checked = (
         "checked: ssh from the master's container to every host, TCP on an ephemeral port between every pair of "

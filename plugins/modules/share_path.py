@@ -117,19 +117,18 @@ def _open_dir(name: str, dir_fd: int, shown: str) -> int | None:
         raise PathError(f"{shown} could not be opened: {err.strerror}") from None
 
 
-def _remove_below(dir_fd: int) -> None:
-    """Remove everything in the open directory `dir_fd`, never following a link."""
-    for name in os.listdir(dir_fd):
-        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
-            child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-            try:
-                _remove_below(child)
-            finally:
-                os.close(child)
-            os.rmdir(name, dir_fd=dir_fd)
-        else:
-            os.unlink(name, dir_fd=dir_fd)
+def _remove_entry(dir_fd: int, name: str, st_mode: int) -> None:
+    """Remove `name` in `dir_fd` (a directory with all it holds), never following a link."""
+    if stat.S_ISDIR(st_mode):
+        child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+        try:
+            for inside in os.listdir(child):
+                _remove_entry(child, inside, os.stat(inside, dir_fd=child, follow_symlinks=False).st_mode)
+        finally:
+            os.close(child)
+        os.rmdir(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
 
 
 def _descend(root: str, parts: list[str], opened: list[int]) -> tuple[int, int]:
@@ -151,17 +150,8 @@ def _remove(dir_fd: int, name: str, check_mode: bool) -> bool:
         st_mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
     except FileNotFoundError:
         return False
-    if check_mode:
-        return True
-    if stat.S_ISDIR(st_mode):
-        child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-        try:
-            _remove_below(child)
-        finally:
-            os.close(child)
-        os.rmdir(name, dir_fd=dir_fd)
-    else:
-        os.unlink(name, dir_fd=dir_fd)
+    if not check_mode:
+        _remove_entry(dir_fd, name, st_mode)
     return True
 
 

@@ -503,6 +503,12 @@ def probe_remote(
     args += [f"--writable={path}" for path in writable_paths]
     args += [word for path, token in markers for word in ("--marker", f"{path}={token}")]
     args += [f"--gpu-framework={framework}" for framework in frameworks]
+    return run_remote(ssh, address, args, source, timeout)
+
+
+def run_remote(ssh: List[str], address: str, args: List[str], source: str, timeout: float) -> Dict[str, object]:
+    """Run this program (`source`) with `args` in the container at `address` over the containers' ssh: rc,
+    stdout and stderr (rc 124 when it gave no answer within `timeout`)."""
     command = "python3 - " + " ".join(shlex.quote(a) for a in args)
     try:
         proc = subprocess.run(
@@ -581,20 +587,12 @@ def tcp_matrix(
             wanted = [t for other, t in targets.items() if other != name]
             if name in local_names:
                 return connect(wanted, CONNECT_TIMEOUT)
-            command = "python3 - " + " ".join(f"--connect={t}" for t in wanted)
+            answer = run_remote(ssh, address, [f"--connect={t}" for t in wanted], source, timeout)
             try:
-                proc = subprocess.run(
-                    [*ssh, address, command],
-                    input=source,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    universal_newlines=True,
-                    timeout=timeout,
-                    check=False,
-                )
-                return dict(json.loads(proc.stdout))
-            except (subprocess.TimeoutExpired, ValueError, TypeError) as exc:
-                errors[name] = f"no connections tried: {exc}"
+                return dict(json.loads(str(answer["stdout"])))
+            except (ValueError, TypeError) as exc:
+                said = " ".join(str(answer["stderr"]).split())[-300:]
+                errors[name] = f"no connections tried: {said or exc}"
                 return {}
 
         with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
