@@ -49,7 +49,7 @@ PLAN_KEYS = tuple(
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
     "name code_commit code_version example_sha256 example_path image nics ssh_port identity_file "
-    "start_timeout verbose timeout poll_interval tail_lines horovod_version".split()
+    "start_timeout verbose timeout stall_timeout poll_interval tail_lines horovod_version".split()
 )
 # horovodrun's options by the first release that has them, as Horovod's own argument parser defines
 # them at each release tag (horovod/run/run.py up to 0.19.5, horovod/runner/launch.py from 0.20.0):
@@ -372,6 +372,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         "polls": math.ceil((timeout + 120 if timeout > 0 else 3600) / int(given["poll_interval"])) + 1,
         "tail_lines": int(given["tail_lines"]),
         "start_timeout": int(given["start_timeout"]),
+        "stall_timeout": int(given["stall_timeout"]),
         **{key: the_plan[key] for key in ("np", "h", "hosts", "rank_hosts", "workdir", "elastic")},
     }
     out["argv"] = horovodrun_argv(the_plan, {**given, **out})
@@ -434,12 +435,40 @@ UNREACHED_RE = re.compile(
 )
 
 
+def _stalled(run: Mapping[str, Any], started_now: bool, end: Mapping[str, Any]) -> dict[str, Any]:
+    """The report of a run whose logs did not grow for horovod_launch_stall_timeout: a failure the doctor
+    explains, the run left running (it may be quiet on purpose; playbooks/stop.yml ends it)."""
+    name, run_dir = run["name"], run["dir"]
+    quiet = int(end.get("quiet_s") or 0)
+    result = _result(
+        run, started_now, state="stalled", rc=None, succeeded=False, stalled=True, quiet_s=quiet,
+        code_commit=run["code_commit"], output_dir=run["output_dir"],
+    )  # fmt: skip
+    lines = [
+        f"Run {name}: no output for {quiet} s (horovod_launch_stall_timeout {run['stall_timeout']} s); "
+        "it is left running",
+        f"np {run['np']} on {', '.join(dict.fromkeys(run['rank_hosts']))} (-H {run['h']})",
+        f"command: {_quoted(run['command'])} (in {run['workdir']})",
+        f"logs: {result['launcher_log']}" + (f", {run_dir}/rank.<N>/{{stdout,stderr}}" if run["np"] > 1 else ""),
+    ]
+    failure = (
+        f"Run {name} printed nothing for {quiet} s (horovod_launch_stall_timeout: {run['stall_timeout']}) and still "
+        f"runs; last seen: {end.get('line', '')}. It is left running: stop it with ansible-playbook "
+        f"playbooks/stop.yml -i INVENTORY -e horovod_run_name={name}, or, for a run that is quiet that long on "
+        "purpose (output buffered, a long step between prints), raise horovod_launch_stall_timeout (0: never) "
+        "and start the role again to follow it. All logs: " + run_dir
+    )
+    return {"problem": "", "result": result, "lines": lines, "failure": failure, "diagnose": True}
+
+
 def _ended(
     run: Mapping[str, Any], started_now: bool, end: Mapping[str, Any], info: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The report of a run that was waited for: `end` is the last answer of files/horovod_progress.py,
     `info` what multinode.horovod.horovod_run_info read in the run's directory after it."""
     name, run_dir = run["name"], run["dir"]
+    if end.get("stalled") and not end.get("ended"):
+        return _stalled(run, started_now, end)
     if not end.get("ended"):
         return {
             "problem": f"Run {name} did not end within horovod_launch_timeout ({run['timeout']} s) and the time to "

@@ -302,6 +302,9 @@ def _counts(inputs: Mapping[str, Any]) -> Problems:
     for name, what in POSITIVE.items():
         out += _whole_at_least(inputs, name, 1, what)[0]
     out += _whole_at_least(inputs, f"{P}timeout", 0, "the seconds the run may take, or 0 for no limit")[0]
+    out += _whole_at_least(
+        inputs, f"{P}stall_timeout", 0, "the seconds a run may print nothing before the doctor looks, or 0 for never"
+    )[0]
     value = inputs.get(f"{P}ssh_port", _ABSENT)
     if value is not _ABSENT:
         port = whole(value)

@@ -102,6 +102,35 @@ def test_progress_main_waits_at_most_the_given_time(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["line"].startswith("running ")
 
 
+def test_progress_quiet_counts_from_the_newest_log_of_the_run(tmp_path):
+    for name in ("started", "launcher.log"):
+        (tmp_path / name).write_text("1000\n")
+        os.utime(tmp_path / name, (1000, 1000))
+    assert progress.quiet(tmp_path, 1300) == 300
+    (tmp_path / "rank.1").mkdir()
+    (tmp_path / "rank.1" / "stderr").write_text("step 9\n")
+    os.utime(tmp_path / "rank.1" / "stderr", (1250, 1250))
+    assert progress.quiet(tmp_path, 1300) == 50
+
+
+def test_progress_main_returns_early_on_a_stall_and_only_with_a_stall_timeout(tmp_path, capsys):
+    (tmp_path / "started").write_text(str(int(time.time()) - 100))
+    (tmp_path / "launcher.log").write_text("epoch 1\n")
+    old = time.time() - 90
+    for name in ("started", "launcher.log"):
+        os.utime(tmp_path / name, (old, old))
+    began = time.monotonic()
+    assert progress.main([str(tmp_path), "30", "60"]) == 0
+    assert time.monotonic() - began < 10
+    seen = json.loads(capsys.readouterr().out)
+    assert seen["stalled"] is True and 89 <= seen["quiet_s"] <= 95 and not seen["ended"]
+    # Without a stall timeout (0), or one not reached, the wait runs its whole time and says not stalled.
+    for stall in ("0", "600"):
+        assert progress.main([str(tmp_path), "1", stall]) == 0
+        seen = json.loads(capsys.readouterr().out)
+        assert seen["stalled"] is False and seen["quiet_s"] >= 89
+
+
 def test_progress_runs_as_python_c_and_prints_json(tmp_path):
     # The role runs it as `python3 -c "<file>" RUN_DIR WAIT` and reads its output with from_json.
     (tmp_path / "rc").write_text("124")

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Wait a little for a horovod_launch run and print one JSON object about it.
 
-``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS`` runs on the master (the run directory is
-on the share, at the same path as in the container). It returns as soon as the run has finished (it looks
-four times a second), or after WAIT_SECONDS, and prints ``{"ended", "line"}``: ``line`` is the progress
-line the role shows (``starting``, ``running 42s | LAST LINE OF HOROVODRUN``, or ``finished rc=N after
-Ss, seen X.XXs after the end[, stopped]``); a run that ended adds ``rc``, ``duration_s``,
-``end_seen_after_s`` (how long ago ``rc`` was written: the role's delay in noticing the end) and
-``stopped`` (playbooks/stop.yml marked it).
+``python3 -c "$(cat horovod_progress.py)" RUN_DIR WAIT_SECONDS [STALL_SECONDS]`` runs on the master (the
+run directory is on the share, at the same path as in the container). It returns as soon as the run has
+finished (it looks four times a second), or after WAIT_SECONDS, and prints ``{"ended", "line"}``: ``line``
+is the progress line the role shows (``starting``, ``running 42s | LAST LINE OF HOROVODRUN``, or
+``finished rc=N after Ss, seen X.XXs after the end[, stopped]``); a run that ended adds ``rc``,
+``duration_s``, ``end_seen_after_s`` (how long ago ``rc`` was written: the role's delay in noticing the
+end) and ``stopped`` (playbooks/stop.yml marked it). A running run adds ``quiet_s``, the seconds since
+any of its logs last grew (launcher.log, each rank's stdout and stderr; the start when none has), and
+``stalled``: whether STALL_SECONDS (horovod_launch_stall_timeout; 0 or none: never) have passed so.
 """
 
 import json
@@ -21,6 +23,8 @@ LAST_LINE_MAX = 160
 TAIL_BYTES = 8192
 # Seconds between two looks at the run directory: the end of a run is noticed within this.
 TICK = 0.25
+# Seconds between two looks at the logs' times while a stall is looked for.
+QUIET_EVERY = 5.0
 
 
 def read_int(path: Path) -> Optional[int]:
@@ -72,15 +76,37 @@ def status(run_dir: Path, now: float) -> Dict[str, object]:
     return {"ended": False, "line": f"running {max(0, int(now) - started)}s | {line}"}
 
 
+def quiet(run_dir: Path, now: float) -> int:
+    """Seconds since the run last wrote output: the newest change of launcher.log and the ranks' logs
+    (rank.N/stdout, rank.N/stderr; horovodrun writes them, not always launcher.log too), or its start."""
+    times = []
+    for path in [run_dir / "launcher.log", run_dir / "started", *run_dir.glob("rank.*/std*")]:
+        try:
+            times.append(path.stat().st_mtime)
+        except OSError:
+            pass
+    return max(0, int(now - max(times))) if times else 0
+
+
 def main(argv: List[str]) -> int:
-    if len(argv) != 2:
-        print("usage: horovod_progress.py RUN_DIR WAIT_SECONDS", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: horovod_progress.py RUN_DIR WAIT_SECONDS [STALL_SECONDS]", file=sys.stderr)
         return 2
     run_dir, wait = Path(argv[0]), float(argv[1])
+    stall = float(argv[2]) if len(argv) == 3 else 0.0
     deadline = time.monotonic() + wait
+    looked = 0.0
     while True:
-        seen = status(run_dir, time.time())
-        if seen["ended"] or time.monotonic() >= deadline:
+        now = time.time()
+        seen = status(run_dir, now)
+        due = time.monotonic() >= deadline
+        # The logs are stat'ed at the end of the wait, and while it lasts every QUIET_EVERY seconds
+        # when a stall is looked for (the ranks' logs are many files on the share).
+        if seen["line"] != "starting" and not seen["ended"] and (due or (stall > 0 and now - looked >= QUIET_EVERY)):
+            looked = now
+            seen["quiet_s"] = quiet(run_dir, now)
+            seen["stalled"] = 0 < stall <= seen["quiet_s"]
+        if seen["ended"] or seen.get("stalled") or due:
             print(json.dumps(seen, sort_keys=True))
             return 0
         time.sleep(min(TICK, max(0.0, deadline - time.monotonic())))

@@ -52,6 +52,7 @@ GIVEN = {
     "start_timeout": 60,
     "verbose": False,
     "timeout": 0,
+    "stall_timeout": 0,
     "poll_interval": 15,
     "tail_lines": 40,
     "horovod_version": "0.28.1",
@@ -533,6 +534,26 @@ def test_a_run_that_failed_as_unreachable_hosts_make_runs_fail_asks_the_doctor(t
         info = {**INFO, where: seen}
         report = m.report(run_of(timeout=timeout), True, end=end(rc, stopped=stopped), info=info)
         assert report["diagnose"] is diagnose, (where, seen)
+
+
+def test_a_run_that_printed_nothing_for_the_stall_timeout_fails_with_the_doctor_and_is_left_running():
+    stalled = {"ended": False, "stalled": True, "quiet_s": 301, "line": "running 400s | epoch 2/90"}
+    report = m.report(run_of(stall_timeout=300), True, end=stalled, info=INFO)
+    assert report["problem"] == "" and report["diagnose"] is True
+    result = report["result"]
+    assert {k: result[k] for k in ("state", "rc", "succeeded", "stalled", "quiet_s")} == {
+        "state": "stalled", "rc": None, "succeeded": False, "stalled": True, "quiet_s": 301
+    }  # fmt: skip
+    assert report["lines"][0] == "Run r1: no output for 301 s (horovod_launch_stall_timeout 300 s); it is left running"
+    assert report["failure"].startswith(
+        "Run r1 printed nothing for 301 s (horovod_launch_stall_timeout: 300) and still runs; last seen: running "
+        "400s | epoch 2/90. It is left running: stop it with ansible-playbook playbooks/stop.yml -i INVENTORY -e "
+        "horovod_run_name=r1, or, "
+    )
+    assert report["failure"].endswith(f"All logs: {RUN_DIR}")
+    # A poll that only ran out (no stall) is still the time limit's problem, as before.
+    report = m.report(run_of(timeout=60), True, end={"ended": False, "stalled": False, "line": "x"}, info=INFO)
+    assert report["problem"].startswith("Run r1 did not end within horovod_launch_timeout (60 s)")
 
 
 def test_the_report_of_an_elastic_run_lists_its_host_sets():

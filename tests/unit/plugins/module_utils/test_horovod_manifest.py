@@ -55,6 +55,7 @@ GIVEN_RUN = {
     "start_timeout": 60,
     "verbose": False,
     "timeout": 0,
+    "stall_timeout": 0,
     "poll_interval": 15,
     "tail_lines": 40,
     "horovod_version": "0.28.1",

@@ -173,6 +173,7 @@ BAD = [
     ({"np": "four"}, "np", "'four' is not a whole number"),
     ({"np": True}, "np", "True is not a whole number"),
     ({"timeout": -1}, "timeout", "-1 is not a whole number of 0 or more; set it to the seconds the run may take, or 0"),
+    ({"stall_timeout": -5}, "stall_timeout", "-5 is not a whole number of 0 or more; set it to the seconds a run may"),
     ({"timeout": "long"}, "timeout", "'long' is not a whole number of 0 or more"),
     ({"stop_grace": 0}, "stop_grace", "0 is not a whole number of 1 or more"),
     ({"idle_process_patterns": ["("]}, "idle_process_patterns", "'(' is not a regular expression"),
