@@ -50,4 +50,6 @@ class FilterModule:
             "horovod_hostfile": _filter(horovod_hosts.hostfile),
             "horovod_launch_manifest": _filter(horovod_manifest.manifest),
             "horovod_manifest_compare": _filter(horovod_manifest.compare),
+            "horovod_nccl_check": _filter(horovod_launch.nccl_check),
+            "horovod_nccl_network": _filter(horovod_launch.nccl_network),
         }

@@ -13,7 +13,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -317,12 +317,96 @@ def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list
         argv += ["-i", str(run["identity_file"])]
     argv += ["--start-timeout", str(run["start_timeout"]), f"--{the_plan['definition']['controller']}"]
     argv += _nic_options(found, [str(nic) for nic in run["nics"] or []])
-    if np > 1:
+    if np > 1 and run["dir"]:
         argv += ["--output-filename", run["dir"]]
     if boolean(run["verbose"], strict=True):
         argv.append("--verbose")
     loader = ["sh", run["rank_env"]] if run["rank_env"] else []
     return argv + [str(arg) for arg in the_plan["definition"]["extra_args"]] + loader + run["command"]
+
+
+# The NCCL check's rank: one allreduce on the GPU of its local rank, which makes NCCL pick its network
+# and say which ("Using network IB", "... Socket") with NCCL_DEBUG=INFO. No quotes: horovodrun passes
+# the words on through ssh.
+NCCL_CHECK_CODE = (
+    "import torch, horovod.torch as hvd; hvd.init(); torch.cuda.set_device(hvd.local_rank()); "
+    "hvd.allreduce(torch.ones(1).cuda()); hvd.shutdown()"
+)
+NCCL_CHECK_KEYS = ("ssh_port", "identity_file", "start_timeout", "nics", "horovod_version", "env")
+# What the NCCL check gives NCCL besides the run's own NCCL_* settings: its log of the network's choice.
+NCCL_CHECK_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+
+
+def nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The preflight's NCCL check (files/horovod_nccl_check.py runs it in the master's container): ``argv``,
+    horovodrun with one process on each host of the run (its first address:slots of -H), built for the
+    image's Horovod as the run's own command line is, without the run's extra arguments, running
+    NCCL_CHECK_CODE; ``env``, the NCCL_* variables of the run's environment (`given`'s ``env``: not secrets,
+    and they decide NCCL's choice) with NCCL_CHECK_ENV over them; ``hosts``, the names of those hosts.
+    `given` has NCCL_CHECK_KEYS."""
+    _require(given, NCCL_CHECK_KEYS, "horovod_nccl_check")
+    hosts = list(dict.fromkeys(part.rsplit(":", 1)[0] for part in str(the_plan["h"]).split(",") if part))
+    one_each = {
+        **the_plan,
+        "np": len(hosts),
+        "h": ",".join(f"{host}:1" for host in hosts),
+        "elastic": False,
+        "definition": {**the_plan["definition"], "extra_args": []},
+    }
+    run_given = {**given, "verbose": False, "dir": "", "rank_env": "", "command": ["python3", "-c", NCCL_CHECK_CODE]}
+    nccl = {str(k): str(v) for k, v in (given["env"] or {}).items() if str(k).startswith("NCCL_")}
+    names = list(dict.fromkeys(str(name) for name in the_plan["rank_hosts"]))
+    return {"argv": horovodrun_argv(one_each, run_given), "env": {**nccl, **NCCL_CHECK_ENV}, "hosts": names}
+
+
+# NCCL's line naming the network a communicator uses (src/init.cc: INFO(NCCL_INIT, "Using network %s")):
+# IB for InfiniBand and RoCE, Socket for TCP; a plugin's own name otherwise (IBext, AWS Libfabric).
+NCCL_NETWORK_RE = re.compile(r"NCCL INFO Using network (?P<network>\S.*?)\s*$")
+# Why NCCL left InfiniBand out, as it says it (src/transport/net_ib*.cc, src/misc/ibvwrap.cc).
+NCCL_IB_WHY_RE = re.compile(
+    r"NET/IB : No device found|NET/IB : No IP interface found|Failed to open libibverbs|NCCL_IB_DISABLE"
+)
+NCCL_SOCKET_FIX = (
+    "NCCL needs the RDMA devices in every container (docker_horovod_rdma: auto passes /dev/infiniband where a host "
+    "has it, with IPC_LOCK and an unlimited memlock), libibverbs in the image (rdma-core, or the NIC vendor's "
+    "OFED user space) and NCCL_IB_DISABLE unset; NCCL_IB_HCA in horovod_launch_env must name HCAs the hosts have "
+    "(ibv_devinfo lists them). To run over TCP knowingly, set horovod_launch_nccl_net_check: false"
+)
+
+
+def nccl_network(answer: Mapping[str, Any], hosts: Sequence[str] = ()) -> dict[str, Any]:
+    """The verdict on the NCCL check's answer (``rc``, ``lines``: NCCL's INFO lines, ``tail``: the last lines
+    horovodrun printed): ``network`` (the one NCCL named, or ""), ``problem`` ("" when NCCL used a
+    network other than sockets on every rank) and ``line`` to show."""
+    lines = [str(line) for line in answer.get("lines") or []]
+    networks = [m["network"] for m in (NCCL_NETWORK_RE.search(line) for line in lines) if m]
+    between = f"between {', '.join(map(str, hosts))}" if hosts else "between the hosts"
+    excerpt = "\n".join(lines[-12:])
+    if int(answer.get("rc") or 0) != 0 or not networks:
+        tail = "\n".join(str(line) for line in (answer.get("tail") or [])[-12:])
+        return {
+            "network": "",
+            "problem": (
+                f"The NCCL check (one allreduce {between}, NCCL_DEBUG=INFO) "
+                + (f"failed with rc {answer.get('rc')}" if int(answer.get("rc") or 0) else "named no network")
+                + f"; its output ends:\n{tail or excerpt or '(nothing)'}\nRun it by hand with NCCL_DEBUG=INFO to see "
+                "why, or set horovod_launch_nccl_net_check: false to start the run without it."
+            ),
+            "line": "",
+        }
+    network = "Socket" if "Socket" in networks else networks[0]
+    if network == "Socket":
+        said = "\n".join(([line for line in lines if NCCL_IB_WHY_RE.search(line)] or lines)[-12:])
+        return {
+            "network": network,
+            "problem": (
+                f"NCCL fell back to TCP sockets {between}, though every container sees GPUs and RDMA devices "
+                f"(/dev/infiniband): the run would train at socket speed. NCCL said:\n{said}\n{NCCL_SOCKET_FIX}."
+            ),
+            "line": "",
+        }
+    line = f"NCCL network {between}: {network} (NCCL: Using network {network})"
+    return {"network": network, "problem": "", "line": line}
 
 
 def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

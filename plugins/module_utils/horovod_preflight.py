@@ -36,6 +36,7 @@ SETTINGS = (
     "master_image",  # the image ID of the master's container
     "plan",  # the run's plan (horovod_launch_plan): np, total_slots, h, other_image_ids
     "ssh_wrapper",  # the ssh wrapper that pins host keys, as the master's container sees it
+    "nccl_net_check",  # horovod_launch_nccl_net_check
 )
 CHECK_SECTIONS = {
     "available frameworks": "frameworks",
@@ -495,6 +496,39 @@ def _gpus(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> li
     return [problem for node in nodes for problem in _gpu_problems(node, s)]
 
 
+def _rdma(node: Mapping[str, Any]) -> bool:
+    """Whether a node's container sees an RDMA device NCCL can open (a uverbs device in /dev/infiniband)."""
+    return any(str(name).startswith("uverbs") for name in node["probe"].get("rdma") or [])
+
+
+def nccl_net_check(nodes: Sequence[Mapping[str, Any]], s: Mapping[str, Any], frameworks: Sequence[str]) -> bool:
+    """Whether the preflight runs the NCCL check: asked for, on two hosts or more whose containers all see
+    GPUs and RDMA devices, with Horovod's PyTorch (the check's allreduce) in the image."""
+    return (
+        bool(s["nccl_net_check"])
+        and len(nodes) > 1
+        and all(_gpu_devices(n) and _rdma(n) for n in nodes)
+        and "pytorch" in frameworks
+    )
+
+
+def _rdma_mixed(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
+    """GPU hosts of which some containers see RDMA devices and some do not: NCCL then uses sockets between
+    all of them, at a fraction of the speed the others could reach."""
+    gpu_nodes = [n for n in nodes if _gpu_devices(n)]
+    with_rdma = [n["name"] for n in gpu_nodes if _rdma(n)]
+    if not s["nccl_net_check"] or not with_rdma or len(with_rdma) == len(gpu_nodes):
+        return []
+    return [
+        f"{n['name']}: its container sees no RDMA device (/dev/infiniband) while those of {', '.join(with_rdma)} do: "
+        "NCCL would use TCP sockets between all the hosts. Load the RDMA drivers on "
+        f"{n['name']} and run docker_horovod again (docker_horovod_rdma: auto passes /dev/infiniband where the host "
+        "has it), or set horovod_launch_nccl_net_check: false to run over sockets knowingly."
+        for n in gpu_nodes
+        if not _rdma(n)
+    ]
+
+
 def _shares(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> list[str]:
     return [p for p in (_share_problem(node, s["share_dir"]) for node in nodes) if p]
 
@@ -550,6 +584,7 @@ SECOND_STAGE = (
     _tcp,
     _shm,
     _gpus,
+    _rdma_mixed,
     _output,
 )
 # The doctor's order: what most often makes a run hang or time out at its start comes first.
@@ -589,6 +624,7 @@ def preflight(
         "launchers": [],
         "image": settings["master_image"],
         "images_compared": len(plan["other_image_ids"]),
+        "nccl_net_check": False,
     }
     result: dict[str, Any] = {
         "problems": _first_stage(report, me, settings),
@@ -605,7 +641,9 @@ def preflight(
     local = report["local"]
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
     # horovodrun's own report: the release its command line is built for.
-    fact["horovod_version"] = check_build((report.get("check_build") or {}).get("stdout"))["version"]
+    built = check_build((report.get("check_build") or {}).get("stdout"))
+    fact["horovod_version"] = built["version"]
+    fact["nccl_net_check"] = nccl_net_check(nodes, settings, built["frameworks"])
     fact["launchers"] = local.get("launchers") or []
     if settings["network_interfaces"]:
         fact["network_interfaces"] = list(settings["network_interfaces"])
@@ -643,6 +681,11 @@ def preflight(
     gpu_hosts = [n for n in nodes if _gpu_devices(n)]
     if gpu_hosts:
         result["lines"].append("GPUs: " + "; ".join(_gpu_summary(n) for n in gpu_hosts))
+        rdma = [n["name"] for n in gpu_hosts if _rdma(n)]
+        result["lines"].append(
+            (f"RDMA devices in the containers of {', '.join(rdma)}" if rdma else "RDMA: no container has any")
+            + ("; NCCL's network is checked before the run" if fact["nccl_net_check"] else "")
+        )
     return result
 
 

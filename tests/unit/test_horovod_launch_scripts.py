@@ -31,6 +31,7 @@ def load(name: str) -> ModuleType:
 
 progress = load("horovod_progress")
 probe = load("horovod_probe")
+nccl_check = load("horovod_nccl_check")
 
 
 def test_progress_before_start(tmp_path):
@@ -139,6 +140,55 @@ def test_progress_runs_as_python_c_and_prints_json(tmp_path):
     seen = json.loads(out.stdout)
     assert (seen["ended"], seen["rc"], seen["duration_s"]) == (True, 124, 0)
     assert re.fullmatch(r"finished rc=124 after 0s, seen [0-9]+\.[0-9]{2}s after the end", seen["line"])
+
+
+# A stand-in for horovodrun in the NCCL check: it prints what NCCL would with the environment it got
+# (NCCL_DEBUG, the run's NCCL_IB_HCA, the pinned ssh first on PATH) and its arguments, then exits or hangs.
+FAKE_HOROVODRUN = """#!/bin/sh
+echo "horovodrun $*"
+echo "PATH starts $(echo "$PATH" | cut -d: -f1)"
+echo "[0]<stdout>:node-a:1:1 [0] NCCL INFO NET/IB : Using [0]$NCCL_IB_HCA:1/IB ; OOB eth0:10.0.0.1<0>"
+[ "$NCCL_DEBUG" = INFO ] && echo "[0]<stdout>:node-a:1:1 [0] NCCL INFO Using network IB"
+echo "[1]<stdout>:node-b:1:1 [0] NCCL WARN something else"
+[ "$1" = hang ] && exec sleep 60
+exit 0
+"""
+
+
+def test_the_nccl_check_runs_horovodrun_with_nccls_log_and_keeps_nccls_lines(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "horovodrun"
+    fake.write_text(FAKE_HOROVODRUN)
+    fake.chmod(0o755)
+    given = {"argv": [str(fake), "-np", "2"], "env": {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5_0"}}
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(json.dumps(given)))
+    assert nccl_check.main(["30", "/root/.ssh/bin"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["rc"] == 0 and answer["seconds"] < 30
+    assert answer["lines"] == [
+        "[0]<stdout>:node-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+        "[0]<stdout>:node-a:1:1 [0] NCCL INFO Using network IB",
+        "[1]<stdout>:node-b:1:1 [0] NCCL WARN something else",
+    ]
+    assert answer["tail"][:2] == ["horovodrun -np 2", "PATH starts /root/.ssh/bin"]
+
+
+def test_the_nccl_check_stops_horovodrun_at_its_timeout_and_says_124(tmp_path):
+    fake = tmp_path / "horovodrun"
+    fake.write_text(FAKE_HOROVODRUN)
+    fake.chmod(0o755)
+    began = time.monotonic()
+    answer = nccl_check.check([str(fake), "hang"], {}, 1, "/nowhere")
+    assert answer["rc"] == 124 and time.monotonic() - began < 15
+    assert "NCCL INFO Using network IB" not in " ".join(answer["lines"])  # NCCL_DEBUG was not given
+    missing = nccl_check.check([str(tmp_path / "absent")], {}, 5, "/nowhere")
+    assert missing["rc"] == 127 and missing["lines"] == []
+
+
+def test_the_probe_lists_the_rdma_devices_of_its_container(tmp_path):
+    assert probe.rdma_devices(str(tmp_path / "absent")) == []
+    for name in ("uverbs0", "rdma_cm"):
+        (tmp_path / name).write_text("")
+    assert probe.rdma_devices(str(tmp_path)) == ["rdma_cm", "uverbs0"]
 
 
 def test_probe_reports_local_addresses_and_missing_paths(tmp_path):
@@ -420,7 +470,9 @@ def test_the_probe_tells_which_ssh_the_launch_script_would_run(tmp_path, monkeyp
 
 # What runs with the image's python3 and needs no Horovod or framework: the oldest Python the role
 # supports there is 3.7 (roles/horovod_launch/README.md, "Horovod releases").
-CONTAINER_SCRIPTS = ["horovod_probe.py", "horovod_run.py", "horovod_discover.py", "horovod_progress.py"]
+CONTAINER_SCRIPTS = [
+    "horovod_probe.py", "horovod_run.py", "horovod_discover.py", "horovod_progress.py", "horovod_nccl_check.py"
+]  # fmt: skip
 OLDEST_CONTAINER_PYTHON = (3, 7)
 
 
@@ -620,6 +672,7 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
             "output_check": {"path": f"{tmp_path}/out", "kind": "output_dir", "hosts": ["gpu-1"], "elastic": False},
         },
         "ssh_wrapper": "/root/.ssh/bin/ssh",
+        "nccl_net_check": True,
     }
     hosts = [{"name": "gpu-1", "address": "127.0.0.1", "slots": 2}]
     assert preflight(report, hosts, "gpu-1", settings)["problems"] == []  # pytorch not required: not judged

@@ -24,6 +24,7 @@ from checkout import REPO
 # Run by `python3` inside the Horovod containers (docker_container_exec, horovodrun's ranks, ssh).
 IMAGE_PYTHON = [
     "roles/horovod_launch/files/horovod_discover.py",
+    "roles/horovod_launch/files/horovod_nccl_check.py",
     "roles/horovod_launch/files/horovod_probe.py",
     "roles/horovod_launch/files/horovod_progress.py",
     "roles/horovod_launch/files/horovod_run.py",

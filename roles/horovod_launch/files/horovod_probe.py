@@ -8,7 +8,8 @@ with this code on stdin there), after writing a marker with a fresh token into e
 every container must read back. It reports the hostname, Horovod's version and the other packages that
 shape a run (PACKAGES, the NCCL library), the IPv4 addresses per
 interface and which interface holds each host's address, /dev/shm, missing directories, the horovodrun
-launchers and every other process (values of NAME=value words hidden), the GPUs the container sees (and,
+launchers and every other process (values of NAME=value words hidden), the RDMA devices in /dev/infiniband,
+the GPUs the container sees (and,
 when it sees any, which GPUs and CUDA each ``--gpu-framework`` was built for), and with ``--check-build``
 what ``horovodrun --check-build`` printed (kept in CHECK_BUILD_CACHE until the installed packages change).
 Python's standard library suffices; the judgement is plugins/module_utils/horovod_preflight.py's.
@@ -390,6 +391,15 @@ def writable(path: str) -> str:
     return f"{here} is not writable by root here (its permissions, or an NFS export that squashes root)"
 
 
+def rdma_devices(path: str = "/dev/infiniband") -> List[str]:
+    """The RDMA devices this container sees (``uverbs0``, ``rdma_cm``, ...): what NCCL's InfiniBand and RoCE
+    transport opens; none where docker_horovod did not pass /dev/infiniband or the host has no RDMA."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
 def probe(
     addresses: List[str],
     paths: List[str],
@@ -416,6 +426,7 @@ def probe(
         "processes": processes(),
         "markers": {path: marker_state(path, token) for path, token in markers},
         "gpus": gpus(frameworks),
+        "rdma": rdma_devices(),
         # Where the run writes, as this host's container may (the preflight asks the hosts of rank 0).
         "writable": {path: writable(path) for path in writable_paths},
     }

@@ -76,6 +76,8 @@ def test_the_filters_tasks_call():
         "horovod_hostfile",
         "horovod_launch_manifest",
         "horovod_manifest_compare",
+        "horovod_nccl_check",
+        "horovod_nccl_network",
         "horovod_doctor",
     }
 
@@ -393,6 +395,93 @@ def test_every_option_on_the_command_line_is_one_its_horovodrun_has(version, inp
     argv = run_of({**inputs, "env": {}, "command": ["train"]}, horovod_version=version, nics=nics)["argv"]
     options = [word for word in argv[1 : argv.index("train")] if word.startswith("-")]
     assert set(options) <= set(HOROVODRUN_OPTIONS[version]), (version, options)
+
+
+NCCL_GIVEN = {
+    "ssh_port": 12345,
+    "identity_file": "/root/.ssh/id_ed25519",
+    "start_timeout": 60,
+    "nics": ["eth0"],
+    "horovod_version": "0.28.1",
+    "env": {"NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "WARN", "WANDB_API_KEY": "secret", "OMP_NUM_THREADS": 4},
+}
+
+
+def test_the_nccl_check_runs_one_allreduce_per_host_with_the_runs_nccl_settings_only():
+    the_plan = m.plan({**PLAN_INPUTS, "extra_args": ["--fusion-threshold-mb", "32"]})
+    check = m.nccl_check(the_plan, NCCL_GIVEN)
+    assert check["argv"] == [
+        "horovodrun", "-np", "2", "-H", "10.0.0.1:1,10.0.0.2:1", "-p", "12345", "-i", "/root/.ssh/id_ed25519",
+        "--start-timeout", "60", "--gloo", "--network-interfaces", "eth0",
+        "python3", "-c", m.NCCL_CHECK_CODE,
+    ]  # fmt: skip
+    # NCCL's own settings of the run, NCCL_DEBUG=INFO over the run's; no other variable (secrets stay out).
+    assert check["env"] == {"NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    assert check["hosts"] == ["master", "w1"]
+    assert "'" not in m.NCCL_CHECK_CODE and '"' not in m.NCCL_CHECK_CODE
+    # Built for the image's Horovod as the run is: 0.18.2 has neither -i nor an interface option.
+    old = m.nccl_check(the_plan, {**NCCL_GIVEN, "horovod_version": "0.18.2"})["argv"]
+    assert "-i" not in old and not any(word.startswith("--network-interface") for word in old)
+    assert set(w for w in old if w.startswith("-")) <= set(HOROVODRUN_OPTIONS["0.18.2"]) | {"-c"}
+    # An elastic run's check is not elastic; an np that leaves a host out leaves it out of the check.
+    elastic = m.nccl_check(m.plan({**PLAN_INPUTS, "elastic": True}), NCCL_GIVEN)["argv"]
+    assert "--min-np" not in elastic and elastic[elastic.index("-H") + 1] == "10.0.0.1:1,10.0.0.2:1"
+    alone = m.nccl_check(m.plan({**PLAN_INPUTS, "np": 3}), NCCL_GIVEN)
+    assert alone["argv"][1:5] == ["-np", "1", "-H", "10.0.0.1:1"] and alone["hosts"] == ["master"]
+    with pytest.raises(ValueError, match="horovod_nccl_check"):
+        m.nccl_check(the_plan, {"ssh_port": 1})
+
+
+# NCCL 2.18's lines, as horovodrun prefixes them, for the two ends of the check.
+NCCL_IB = [
+    "[0]<stdout>:node-a:201:201 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>",
+    "[0]<stdout>:node-a:201:201 [0] NCCL INFO Using network IB",
+    "[1]<stdout>:node-b:187:187 [0] NCCL INFO Using network IB",
+]
+NCCL_SOCKET = [
+    "[0]<stdout>:node-a:201:201 [0] NCCL INFO NET/IB : No device found.",
+    "[0]<stdout>:node-a:201:201 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+    "[0]<stdout>:node-a:201:201 [0] NCCL INFO Using network Socket",
+    "[1]<stdout>:node-b:187:187 [0] NCCL INFO Using network Socket",
+]
+
+
+def test_nccl_over_infiniband_or_roce_passes_and_says_so():
+    verdict = m.nccl_network({"rc": 0, "lines": NCCL_IB, "tail": []}, ["node-a", "node-b"])
+    assert verdict == {
+        "network": "IB",
+        "problem": "",
+        "line": "NCCL network between node-a, node-b: IB (NCCL: Using network IB)",
+    }
+    # A network plugin's own name (nccl-rdma-sharp-plugins: IBext) is not sockets either.
+    plugin = m.nccl_network({"rc": 0, "lines": ["x NCCL INFO Using network IBext_v8"]}, [])
+    assert plugin["problem"] == "" and plugin["network"] == "IBext_v8"
+
+
+def test_nccl_falling_back_to_sockets_is_refused_quoting_nccl_and_the_fixes():
+    verdict = m.nccl_network({"rc": 0, "lines": NCCL_SOCKET, "tail": []}, ["node-a", "node-b"])
+    assert verdict["network"] == "Socket"
+    assert verdict["problem"].startswith(
+        "NCCL fell back to TCP sockets between node-a, node-b, though every container sees GPUs and RDMA devices "
+        "(/dev/infiniband): the run would train at socket speed. NCCL said:\n"
+        "[0]<stdout>:node-a:201:201 [0] NCCL INFO NET/IB : No device found.\n"
+        "NCCL needs the RDMA devices in every container (docker_horovod_rdma: auto"
+    )
+    assert verdict["problem"].endswith("To run over TCP knowingly, set horovod_launch_nccl_net_check: false.")
+    # One rank on sockets is enough: NCCL then uses them between those ranks.
+    mixed = m.nccl_network({"rc": 0, "lines": [*NCCL_IB[:2], NCCL_SOCKET[-1]]}, [])
+    assert mixed["network"] == "Socket" and mixed["problem"]
+
+
+def test_an_nccl_check_that_failed_or_named_no_network_is_refused_with_its_output():
+    failed = m.nccl_network({"rc": 1, "lines": [], "tail": ["Traceback", "RuntimeError: CUDA error"]}, ["node-a"])
+    assert failed["problem"] == (
+        "The NCCL check (one allreduce between node-a, NCCL_DEBUG=INFO) failed with rc 1; its output ends:\n"
+        "Traceback\nRuntimeError: CUDA error\nRun it by hand with NCCL_DEBUG=INFO to see why, or set "
+        "horovod_launch_nccl_net_check: false to start the run without it."
+    )
+    silent = m.nccl_network({"rc": 0, "lines": ["x NCCL INFO NET/Plugin : No plugin found"], "tail": ["done"]})
+    assert "named no network; its output ends:\ndone\n" in silent["problem"] and silent["network"] == ""
 
 
 @pytest.mark.parametrize(

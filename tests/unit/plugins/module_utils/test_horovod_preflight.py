@@ -70,6 +70,7 @@ SETTINGS_OK: dict[str, Any] = {
         },
     },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
+    "nccl_net_check": True,
 }
 
 
@@ -389,7 +390,11 @@ def test_a_gpu_the_image_was_built_for_passes_and_is_summed_up():
     two = [A100, {**A100, "index": 1}]
     result = judge(gpu_report(gpus(two)))
     assert result["problems"] == []
-    assert result["lines"][-1] == "GPUs: node-b: 2 x NVIDIA A100-SXM4-80GB (8.0), driver CUDA 12.4"
+    assert result["lines"][-2:] == [
+        "GPUs: node-b: 2 x NVIDIA A100-SXM4-80GB (8.0), driver CUDA 12.4",
+        "RDMA: no container has any",
+    ]
+    assert result["fact"]["nccl_net_check"] is False
     assert [h["gpus"] for h in result["fact"]["hosts"]] == [0, 2, 0]
 
 
@@ -623,3 +628,65 @@ def test_the_doctor_names_an_unreachable_host_before_anything_else():
     found = doctor(rep, HOSTS, "node-a", SETTINGS_OK)
     assert len(found["causes"]) == 1
     assert found["causes"][0].startswith("node-c (10.0.0.3): ssh from the container 'horovod' on node-a to port 12345")
+
+
+# RDMA: what the probe lists in /dev/infiniband of a container with the devices, and the GPU hosts' reports.
+IB_DEVICES = ["issm0", "rdma_cm", "umad0", "uverbs0"]
+
+
+def rdma_report(with_rdma: tuple[str, ...], with_gpus: tuple[str, ...] = ("node-a", "node-b", "node-c")) -> dict:
+    rep = report()
+    for h in HOSTS:
+        changes = {"gpus": gpus([A100])} if h["name"] in with_gpus else {}
+        changes["rdma"] = IB_DEVICES if h["name"] in with_rdma else []
+        if h["name"] == "node-a":
+            rep["local"].update(changes)
+        else:
+            remote(rep, h["name"], **changes)
+    return rep
+
+
+def one_gpu_each(rep: dict[str, Any]) -> dict[str, Any]:
+    hosts = [{**h, "slots": 1} for h in HOSTS]
+    return preflight(rep, hosts, "node-a", {**SETTINGS_OK})
+
+
+def test_gpu_hosts_that_all_see_rdma_devices_get_the_nccl_check():
+    result = one_gpu_each(rdma_report(("node-a", "node-b", "node-c")))
+    assert result["problems"] == [] and result["fact"]["nccl_net_check"] is True
+    assert result["lines"][-1] == (
+        "RDMA devices in the containers of node-a, node-b, node-c; NCCL's network is checked before the run"
+    )
+    # Not when it is turned off, nor on one host (NCCL uses no network), nor without GPUs or PyTorch.
+    off = preflight(rdma_report(("node-a", "node-b", "node-c")), [{**h, "slots": 1} for h in HOSTS], "node-a",
+                    {**SETTINGS_OK, "nccl_net_check": False})  # fmt: skip
+    assert off["problems"] == [] and off["fact"]["nccl_net_check"] is False
+    alone = preflight(rdma_report(("node-a",)), [{**HOSTS[0]}], "node-a", {**SETTINGS_OK})
+    assert alone["fact"]["nccl_net_check"] is False
+    cpu = one_gpu_each(rdma_report(("node-a", "node-b", "node-c"), with_gpus=()))
+    assert cpu["fact"]["nccl_net_check"] is False
+    tf_only = rdma_report(("node-a", "node-b", "node-c"))
+    tf_only["check_build"]["stdout"] = CHECK_BUILD.replace("[ ] TensorFlow", "[X] TensorFlow").replace(
+        "[X] PyTorch", "[ ] PyTorch"
+    )
+    tf_settings = {**SETTINGS_OK, "required_frameworks": ["tensorflow"]}
+    tf_result = preflight(tf_only, [{**h, "slots": 1} for h in HOSTS], "node-a", tf_settings)
+    assert tf_result["fact"]["nccl_net_check"] is False
+
+
+def test_a_gpu_host_without_the_rdma_devices_the_others_have_is_refused_with_the_fix():
+    result = one_gpu_each(rdma_report(("node-a", "node-c")))
+    assert result["problems"] == [
+        "node-b: its container sees no RDMA device (/dev/infiniband) while those of node-a, node-c do: NCCL would "
+        "use TCP sockets between all the hosts. Load the RDMA drivers on node-b and run docker_horovod again "
+        "(docker_horovod_rdma: auto passes /dev/infiniband where the host has it), or set "
+        "horovod_launch_nccl_net_check: false to run over sockets knowingly."
+    ]
+    assert result["fact"]["nccl_net_check"] is False
+    assert one_gpu_each(rdma_report(()))["problems"] == []
+    # rdma_cm alone is no device NCCL's IB transport opens.
+    partial = rdma_report(("node-a", "node-b"))
+    remote(partial, "node-c", rdma=["rdma_cm"])
+    assert len(one_gpu_each(partial)["problems"]) == 1
+    assert preflight(partial, [{**h, "slots": 1} for h in HOSTS], "node-a",
+                     {**SETTINGS_OK, "nccl_net_check": False})["problems"] == []  # fmt: skip

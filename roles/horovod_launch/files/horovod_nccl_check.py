@@ -1,0 +1,67 @@
+# Copyright: multinode.horovod contributors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Run the preflight's NCCL check in the master's container and print one JSON object about it.
+
+``python3 -c CODE TIMEOUT SSH_WRAPPER_DIR`` with ``{"argv": [...], "env": {...}}`` on stdin (the filter
+multinode.horovod.horovod_nccl_check builds both: horovodrun with one process per host running one NCCL
+allreduce, and NCCL_DEBUG=INFO with the run's NCCL_* settings). The pinned ssh wrapper goes first on PATH,
+as in the run's launch script. Prints ``{"rc", "lines", "tail", "seconds"}``: horovodrun's exit status
+(124 when TIMEOUT seconds passed), the lines where NCCL said which network it uses or why it left
+InfiniBand out, and the last lines of horovodrun's output. The verdict is the filter
+multinode.horovod.horovod_nccl_network's.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List  # Python 3.6: no PEP 585/604 forms
+
+NCCL_LINE_RE = re.compile(r"NCCL INFO (Using network |NET/)|NCCL WARN")
+LINES_KEPT = 60
+TAIL_LINES = 20
+
+
+def check(argv: List[str], env: Dict[str, str], timeout: float, wrapper_dir: str) -> Dict[str, object]:
+    environment = dict(os.environ)
+    environment.update({str(k): str(v) for k, v in env.items()})
+    environment["PATH"] = wrapper_dir + os.pathsep + environment.get("PATH", "")
+    started = time.monotonic()
+    try:
+        # A session of its own: on the timeout horovodrun goes with its ssh clients and local ranks.
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        return {"rc": 127, "lines": [], "tail": [str(exc)], "seconds": 0.0}
+    try:
+        output, _unused = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _unused = proc.communicate()
+        rc = 124
+    lines = output.decode(errors="replace").splitlines()
+    return {
+        "rc": rc,
+        "lines": [line for line in lines if NCCL_LINE_RE.search(line)][:LINES_KEPT],
+        "tail": lines[-TAIL_LINES:],
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def main(args: List[str]) -> int:
+    if len(args) != 2:
+        print("usage: horovod_nccl_check.py TIMEOUT SSH_WRAPPER_DIR < {argv, env}", file=sys.stderr)
+        return 2
+    given = json.load(sys.stdin)
+    print(json.dumps(check(given["argv"], given.get("env") or {}, float(args[0]), args[1]), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
