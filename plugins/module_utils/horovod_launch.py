@@ -377,14 +377,22 @@ NCCL_SOCKET_FIX = (
 def nccl_network(answer: Mapping[str, Any], hosts: Sequence[str] = ()) -> dict[str, Any]:
     """The verdict on the NCCL check's answer (``rc``, ``lines``: NCCL's INFO lines, ``tail``: the last lines
     horovodrun printed): ``network`` (the one NCCL named, or ""), ``problem`` ("" when NCCL used a
-    network other than sockets on every rank) and ``line`` to show."""
+    network other than sockets on every rank), ``line`` to show, and ``excerpt``, the doctor's lines (a
+    heading, then NCCL's lines or the end of the output)."""
     lines = [str(line) for line in answer.get("lines") or []]
     networks = [m["network"] for m in (NCCL_NETWORK_RE.search(line) for line in lines) if m]
     between = f"between {', '.join(map(str, hosts))}" if hosts else "between the hosts"
+    tail_lines = [str(line) for line in (answer.get("tail") or [])[-12:]]
+    # What the doctor shows: NCCL's lines, else the end of the check's output.
+    shown = [
+        f"NCCL {between} now (one allreduce, NCCL_DEBUG=INFO), exit status {answer.get('rc')}:",
+        *(lines[-12:] or tail_lines),
+    ]
     excerpt = "\n".join(lines[-12:])
     if int(answer.get("rc") or 0) != 0 or not networks:
-        tail = "\n".join(str(line) for line in (answer.get("tail") or [])[-12:])
+        tail = "\n".join(tail_lines)
         return {
+            "excerpt": shown,
             "network": "",
             "problem": (
                 f"The NCCL check (one allreduce {between}, NCCL_DEBUG=INFO) "
@@ -398,6 +406,7 @@ def nccl_network(answer: Mapping[str, Any], hosts: Sequence[str] = ()) -> dict[s
     if network == "Socket":
         said = "\n".join(([line for line in lines if NCCL_IB_WHY_RE.search(line)] or lines)[-12:])
         return {
+            "excerpt": shown,
             "network": network,
             "problem": (
                 f"NCCL fell back to TCP sockets {between}, though every container sees GPUs and RDMA devices "
@@ -406,7 +415,7 @@ def nccl_network(answer: Mapping[str, Any], hosts: Sequence[str] = ()) -> dict[s
             "line": "",
         }
     line = f"NCCL network {between}: {network} (NCCL: Using network {network})"
-    return {"network": network, "problem": "", "line": line}
+    return {"excerpt": shown, "network": network, "problem": "", "line": line}
 
 
 def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -601,6 +601,14 @@ def _rule_settings(
     return {**settings, "auto_nics": auto_nics, "local_version": local_version, "tcp": report.get("tcp")}
 
 
+def _run_nics(nodes: Sequence[Mapping[str, Any]], rules: Mapping[str, Any]) -> list[str]:
+    """The interfaces horovodrun gets: the named ones, else those the hosts' addresses are on (none for one
+    host)."""
+    if rules["network_interfaces"]:
+        return [str(nic) for nic in rules["network_interfaces"]]
+    return list(dict.fromkeys(str(n["interface"]) for n in nodes)) if rules["auto_nics"] else []
+
+
 def preflight(
     report: Mapping[str, Any], hosts: Sequence[Mapping[str, Any]], me: str, settings: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -645,10 +653,7 @@ def preflight(
     fact["horovod_version"] = built["version"]
     fact["nccl_net_check"] = nccl_net_check(nodes, settings, built["frameworks"])
     fact["launchers"] = local.get("launchers") or []
-    if settings["network_interfaces"]:
-        fact["network_interfaces"] = list(settings["network_interfaces"])
-    elif auto_nics:
-        fact["network_interfaces"] = list(dict.fromkeys(n["interface"] for n in nodes))
+    fact["network_interfaces"] = _run_nics(nodes, rules)
     try:
         fact["hosts"] = [
             {
@@ -707,4 +712,13 @@ def doctor(
         lines = [f"Most likely cause: {causes[0]}", *(f"Also: {c}" for c in causes[1:]), checked]
     else:
         lines = ["No cause found on the hosts.", checked]
-    return {"causes": causes, "lines": lines}
+    # On GPU hosts NCCL's own log tells what the hosts cannot: the doctor runs the NCCL check between them.
+    nccl: dict[str, Any] = {}
+    if nodes and len(nodes) > 1 and all(_gpu_devices(n) for n in nodes):
+        try:
+            built = check_build((report.get("check_build") or {}).get("stdout"))
+        except ValueError:  # no Horovod to run it with: the preflight names that
+            built = {"version": "", "frameworks": []}
+        if "pytorch" in built["frameworks"]:
+            nccl = {"horovod_version": built["version"], "network_interfaces": _run_nics(nodes, rules)}
+    return {"causes": causes, "lines": lines, "nccl": nccl}

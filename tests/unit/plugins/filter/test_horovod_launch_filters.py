@@ -452,6 +452,7 @@ def test_nccl_over_infiniband_or_roce_passes_and_says_so():
         "network": "IB",
         "problem": "",
         "line": "NCCL network between node-a, node-b: IB (NCCL: Using network IB)",
+        "excerpt": ["NCCL between node-a, node-b now (one allreduce, NCCL_DEBUG=INFO), exit status 0:", *NCCL_IB],
     }
     # A network plugin's own name (nccl-rdma-sharp-plugins: IBext) is not sockets either.
     plugin = m.nccl_network({"rc": 0, "lines": ["x NCCL INFO Using network IBext_v8"]}, [])
@@ -480,6 +481,12 @@ def test_an_nccl_check_that_failed_or_named_no_network_is_refused_with_its_outpu
         "Traceback\nRuntimeError: CUDA error\nRun it by hand with NCCL_DEBUG=INFO to see why, or set "
         "horovod_launch_nccl_net_check: false to start the run without it."
     )
+    # The doctor shows the end of the output when NCCL said nothing.
+    assert failed["excerpt"] == [
+        "NCCL between node-a now (one allreduce, NCCL_DEBUG=INFO), exit status 1:",
+        "Traceback",
+        "RuntimeError: CUDA error",
+    ]
     silent = m.nccl_network({"rc": 0, "lines": ["x NCCL INFO NET/Plugin : No plugin found"], "tail": ["done"]})
     assert "named no network; its output ends:\ndone\n" in silent["problem"] and silent["network"] == ""
 

@@ -690,3 +690,14 @@ def test_a_gpu_host_without_the_rdma_devices_the_others_have_is_refused_with_the
     assert len(one_gpu_each(partial)["problems"]) == 1
     assert preflight(partial, [{**h, "slots": 1} for h in HOSTS], "node-a",
                      {**SETTINGS_OK, "nccl_net_check": False})["problems"] == []  # fmt: skip
+
+
+def test_the_doctor_asks_nccl_between_gpu_hosts_only():
+    hosts = [{**h, "slots": 1} for h in HOSTS]
+    gpu = doctor(rdma_report(()), hosts, "node-a", SETTINGS_OK)
+    assert gpu["nccl"] == {"horovod_version": "0.28.1", "network_interfaces": ["eth0"]}
+    named = doctor(rdma_report(()), hosts, "node-a", {**SETTINGS_OK, "network_interfaces": ["ib0"]})
+    assert named["nccl"]["network_interfaces"] == ["ib0"]
+    assert doctor(rdma_report((), with_gpus=("node-a", "node-b")), hosts, "node-a", SETTINGS_OK)["nccl"] == {}
+    assert doctor(report(), HOSTS, "node-a", SETTINGS_OK)["nccl"] == {}
+    assert doctor(rdma_report(()), hosts[:1], "node-a", SETTINGS_OK)["nccl"] == {}
