@@ -601,6 +601,14 @@ def _rule_settings(
     return {**settings, "auto_nics": auto_nics, "local_version": local_version, "tcp": report.get("tcp")}
 
 
+def _jobs(node: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+    """The jobs running in a node's container (plugins/module_utils/jobs.py), as the preflight lists them."""
+    try:
+        return jobs.jobs(node["probe"].get("processes") or [], settings["idle_patterns"])
+    except jobs.PatternError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 def _run_nics(nodes: Sequence[Mapping[str, Any]], rules: Mapping[str, Any]) -> list[str]:
     """The interfaces horovodrun gets: the named ones, else those the hosts' addresses are on (none for one
     host)."""
@@ -645,32 +653,30 @@ def preflight(
         return result
     nodes = host_probes(report, hosts, me)
     rules = _rule_settings(report, hosts, settings)
-    auto_nics = rules["auto_nics"]
     local = report["local"]
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
     # horovodrun's own report: the release its command line is built for.
     built = check_build((report.get("check_build") or {}).get("stdout"))
     fact["horovod_version"] = built["version"]
-    fact["nccl_net_check"] = nccl_net_check(nodes, settings, built["frameworks"])
+    wanted = nccl_net_check(nodes, settings, built["frameworks"])
     fact["launchers"] = local.get("launchers") or []
     fact["network_interfaces"] = _run_nics(nodes, rules)
-    try:
-        fact["hosts"] = [
-            {
-                "name": n["name"],
-                "address": n["address"],
-                "slots": n["slots"],
-                "hostname": n["probe"].get("hostname"),
-                "interface": n["interface"],
-                "gpus": len(_gpu_devices(n)),
-                "jobs": jobs.jobs(n["probe"].get("processes") or [], settings["idle_patterns"]),
-            }
-            for n in nodes
-        ]
-    except jobs.PatternError as exc:
-        raise ValueError(str(exc)) from exc
+    fact["hosts"] = [
+        {
+            "name": n["name"],
+            "address": n["address"],
+            "slots": n["slots"],
+            "hostname": n["probe"].get("hostname"),
+            "interface": n["interface"],
+            "gpus": len(_gpu_devices(n)),
+            "jobs": _jobs(n, settings),
+        }
+        for n in nodes
+    ]
     busy = [h for h in fact["hosts"] if h["jobs"]]
     result["busy"] = [h["name"] for h in busy]
+    # Not beside a job on the GPUs (a re-run while the run trains): the check could take their memory.
+    fact["nccl_net_check"] = wanted and not busy
     result["jobs"] = truncate(" | ".join(f"{h['name']}: {'; '.join(h['jobs'])}" for h in busy), JOBS_SHOWN)
     compared = fact["images_compared"]
     result["lines"] = [
@@ -690,6 +696,7 @@ def preflight(
         result["lines"].append(
             (f"RDMA devices in the containers of {', '.join(rdma)}" if rdma else "RDMA: no container has any")
             + ("; NCCL's network is checked before the run" if fact["nccl_net_check"] else "")
+            + ("; NCCL's network is not checked while a job runs" if wanted and busy else "")
         )
     return result
 
@@ -712,13 +719,20 @@ def doctor(
         lines = [f"Most likely cause: {causes[0]}", *(f"Also: {c}" for c in causes[1:]), checked]
     else:
         lines = ["No cause found on the hosts.", checked]
-    # On GPU hosts NCCL's own log tells what the hosts cannot: the doctor runs the NCCL check between them.
+    # On GPU hosts NCCL's own log tells what the hosts cannot: the doctor runs the NCCL check between them,
+    # but not beside a job (a run that hangs holds the GPUs' memory, which the check would need).
     nccl: dict[str, Any] = {}
     if nodes and len(nodes) > 1 and all(_gpu_devices(n) for n in nodes):
         try:
             built = check_build((report.get("check_build") or {}).get("stdout"))
         except ValueError:  # no Horovod to run it with: the preflight names that
             built = {"version": "", "frameworks": []}
-        if "pytorch" in built["frameworks"]:
+        busy = [n["name"] for n in nodes if _jobs(n, settings)]
+        if busy:
+            lines.append(
+                f"NCCL between the GPU hosts: not asked while a job runs on {', '.join(busy)} (the check would "
+                "share its GPUs); its ranks' NCCL lines need NCCL_DEBUG: INFO in horovod_launch_env."
+            )
+        elif "pytorch" in built["frameworks"]:
             nccl = {"horovod_version": built["version"], "network_interfaces": _run_nics(nodes, rules)}
     return {"causes": causes, "lines": lines, "nccl": nccl}

@@ -661,6 +661,12 @@ def test_gpu_hosts_that_all_see_rdma_devices_get_the_nccl_check():
     off = preflight(rdma_report(("node-a", "node-b", "node-c")), [{**h, "slots": 1} for h in HOSTS], "node-a",
                     {**SETTINGS_OK, "nccl_net_check": False})  # fmt: skip
     assert off["problems"] == [] and off["fact"]["nccl_net_check"] is False
+    # Nor beside a job (a re-run while the run trains): the check would share its GPUs.
+    busy = rdma_report(("node-a", "node-b", "node-c"))
+    remote(busy, "node-b", processes=[{"pid": 7, "args": "python3 train.py"}])
+    beside = one_gpu_each(busy)
+    assert beside["fact"]["nccl_net_check"] is False and beside["busy"] == ["node-b"]
+    assert beside["lines"][-1].endswith("; NCCL's network is not checked while a job runs")
     alone = preflight(rdma_report(("node-a",)), [{**HOSTS[0]}], "node-a", {**SETTINGS_OK})
     assert alone["fact"]["nccl_net_check"] is False
     cpu = one_gpu_each(rdma_report(("node-a", "node-b", "node-c"), with_gpus=()))
@@ -701,3 +707,10 @@ def test_the_doctor_asks_nccl_between_gpu_hosts_only():
     assert doctor(rdma_report((), with_gpus=("node-a", "node-b")), hosts, "node-a", SETTINGS_OK)["nccl"] == {}
     assert doctor(report(), HOSTS, "node-a", SETTINGS_OK)["nccl"] == {}
     assert doctor(rdma_report(()), hosts[:1], "node-a", SETTINGS_OK)["nccl"] == {}
+    # Not beside a job: a run that hangs holds its GPUs.
+    busy = rdma_report(())
+    remote(busy, "node-c", processes=[{"pid": 7, "args": "python3 train.py"}])
+    beside = doctor(busy, hosts, "node-a", SETTINGS_OK)
+    assert beside["nccl"] == {} and beside["lines"][-1].startswith(
+        "NCCL between the GPU hosts: not asked while a job runs on node-c (the check would share its GPUs)"
+    )
