@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils.values import switch
 
 # Docker's size syntax as the engine parses it (units case-insensitive, "b" suffix optional).
 _SIZE = re.compile(r"^([0-9]+)\s*(?:([kmgt])b?|b)?$", re.IGNORECASE)
@@ -104,9 +105,28 @@ def _devices(devices: Iterable[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+RDMA_AUTO = "auto"
+
+
+def rdma_mode(value: object) -> str | bool | None:
+    """docker_horovod_rdma as the role reads it: ``auto``, True or False (any boolean Ansible's ``bool``
+    type reads, such as ``yes`` or ``"true"`` from -e), or None for anything else."""
+    if isinstance(value, str) and value.strip().lower() == RDMA_AUTO:
+        return RDMA_AUTO
+    return switch(value)
+
+
+def rdma_enabled(value: object, infiniband: object) -> bool:
+    """Whether the container gets the RDMA devices: asked for (true), or ``auto`` on a host whose
+    /dev/infiniband exists (`infiniband`: what the role read there). A bad value is never on."""
+    mode = rdma_mode(value)
+    return mode is True or (mode == RDMA_AUTO and bool(infiniband))
+
+
 def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
     """What community.docker.docker_container gets from the role's options (share_root, volumes, devices,
-    capabilities, env, rdma, gpu_count, shm_size; without the prefix).
+    capabilities, env, rdma, gpu_count, shm_size; without the prefix) and ``infiniband``, whether the host
+    has /dev/infiniband (docker_horovod_rdma: auto passes it exactly then).
 
     The fixed mounts are the directories the roles share (RESERVED_TARGETS in docker_horovod_rules.py keeps
     extra volumes off them): the share root rslave, so that a file system mounted under it later (an NFS
@@ -114,7 +134,7 @@ def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
     directory read-only; the role's own directory (supervisor, extra CA) read-only.
     """
     share_root = str(options["share_root"])
-    rdma = bool(options.get("rdma"))
+    rdma = rdma_enabled(options.get("rdma", RDMA_AUTO), options.get("infiniband"))
     return {
         "volumes": [
             f"{share_root}:{share_root}:rw,rslave",

@@ -18,9 +18,11 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
+    RDMA_AUTO,
     canonical_name,
     docker_size,
     image_reference,
+    rdma_mode,
     size_bytes,
 )
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
@@ -391,6 +393,19 @@ def check_env(values: Values) -> Problems:
     return found
 
 
+def check_rdma(values: Values) -> Problems:
+    value = values.get("docker_horovod_rdma", RDMA_AUTO)
+    if rdma_mode(value) is not None:
+        return []
+    return [
+        (
+            "docker_horovod_rdma",
+            f"{shown(value)} is not auto, true or false; leave it auto (the RDMA devices where a host has "
+            "/dev/infiniband), or set true (required on every host) or false (never)",
+        )
+    ]
+
+
 CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_image,
     check_image_archive,
@@ -403,6 +418,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_restart_policy,
     check_volumes,
     check_devices,
+    check_rdma,
     check_env,
     check_idle_patterns,
     check_pip_packages,

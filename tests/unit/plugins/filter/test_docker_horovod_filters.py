@@ -14,6 +14,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 from ansible_collections.multinode.horovod.plugins.module_utils import docker_horovod_values as v
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs
+from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 from ansible_collections.multinode.horovod.plugins.plugin_utils.docker_horovod_rules import RESERVED_TARGETS
 from checkout import REPO, load, trust_as_template
 
@@ -355,6 +356,35 @@ def test_rdma_and_gpus_in_the_container_spec():
     assert spec["capabilities"] == ["IPC_LOCK", "NET_ADMIN"]  # once, in order
     assert spec["ulimits"] == ["memlock:-1:-1"]
     assert spec["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
+
+
+RDMA_ON = (["/dev/infiniband:/dev/infiniband:rwm"], ["IPC_LOCK"], ["memlock:-1:-1"])
+
+
+@pytest.mark.parametrize(
+    ("rdma", "infiniband", "on"),
+    [
+        ("auto", True, True),  # the default: where the host has /dev/infiniband
+        ("auto", False, False),  # ... and nothing elsewhere
+        ("AUTO", True, True),
+        (True, False, True),  # asked for (the role's read.yml refuses a host without it first)
+        ("yes", False, True),  # a boolean as -e gives it
+        (False, True, False),  # never
+        ("false", True, False),
+        ("maybe", True, False),  # refused by the rules before; never on
+    ],
+)
+def test_rdma_is_on_where_asked_or_automatically_where_the_host_has_it(rdma, infiniband, on):
+    spec = v.container_spec({**SPEC_OPTIONS, "rdma": rdma, "infiniband": infiniband})
+    assert (spec["devices"], spec["capabilities"], spec["ulimits"]) == (RDMA_ON if on else ([], [], []))
+    assert v.rdma_enabled(rdma, infiniband) is on
+
+
+def test_rdma_defaults_to_auto_in_the_spec_and_the_role():
+    assert v.container_spec({k: val for k, val in SPEC_OPTIONS.items() if k != "rdma"} | {"infiniband": True})[
+        "ulimits"
+    ] == ["memlock:-1:-1"]
+    assert v.rdma_mode(roles.defaults("docker_horovod")["docker_horovod_rdma"]) == "auto"
 
 
 def test_the_container_specs_fixed_targets_are_the_reserved_ones():

@@ -70,6 +70,11 @@ def test_sound_settings_are_accepted(ca_bundle: str) -> None:
     assert rules.problems(good(ca_bundle)) == []
 
 
+@pytest.mark.parametrize("value", ["auto", "Auto", True, False, "yes", "false", "on", 0])
+def test_rdma_is_auto_or_any_boolean(value: object) -> None:
+    assert rules.problems({"docker_horovod_rdma": value}) == []
+
+
 def test_left_out_variables_take_the_role_defaults() -> None:
     assert rules.problems({}) == []
 
@@ -155,6 +160,9 @@ BAD: list[tuple[str, Any, str]] = [
     ("docker_horovod_shm_size", "16x", "is not a size Docker can parse"),
     ("docker_horovod_shm_size", True, "True is not a size Docker can parse"),
     ("docker_horovod_shm_size", None, "None is not a size"),
+    ("docker_horovod_rdma", "maybe", "'maybe' is not auto, true or false; leave it auto"),
+    ("docker_horovod_rdma", None, "None is not auto, true or false"),
+    ("docker_horovod_rdma", ["auto"], "is not auto, true or false"),
     ("docker_horovod_restart_policy", "no", "'no' is not allowed; use unless-stopped or always"),
     ("docker_horovod_restart_policy", "on-failure:3", "is not allowed"),
     ("docker_horovod_restart_policy", "Always", "is not allowed"),
