@@ -677,13 +677,35 @@ def _duration(seconds: Any) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _host_names(manifest: object) -> dict[str, str]:
+    """``{address: inventory name}`` of a run's hosts, from its manifest (none for a run without one)."""
+    hosts = manifest.get("hosts") if isinstance(manifest, Mapping) else None
+    return {
+        str(h["address"]): str(h["name"])
+        for h in hosts or []
+        if isinstance(h, Mapping) and h.get("address") and h.get("name")
+    }
+
+
+def _in_words(address: str, names: Mapping[str, str]) -> str:
+    """An address (``ADDRESS`` or ``ADDRESS:SLOTS``) as the user named its host: ``node-c (10.0.0.3)``,
+    ``node-c:2 (10.0.0.3)``; the address alone where the run's manifest does not name it."""
+    host, _, slots = address.rpartition(":") if address.count(":") == 1 else (address, "", "")
+    name = names.get(host)
+    if not name:
+        return address
+    return f"{name}:{slots} ({host})" if slots else f"{name} ({host})"
+
+
 def run_status(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The runs horovod_run.py's ``status`` reported, each with failed_rank, failed_host and a one-line summary."""
+    """The runs horovod_run.py's ``status`` reported, each with failed_rank, failed_host (its address) and a
+    one-line summary, which names hosts as the inventory does (the run's manifest maps the addresses)."""
     out = []
     for given in runs or []:
         if not isinstance(given, Mapping) or "name" not in given or "state" not in given:
             raise ValueError(f"horovod_run_status: {given!r} is not a run of the status helper")
         item = dict(given)
+        names = _host_names(given.get("manifest"))
         rank = failed_rank(item.pop("log_tail", "")) if given["state"] == "failed" else None
         hosts = list(given.get("rank_hosts") or [])
         item["failed_rank"] = rank
@@ -692,9 +714,10 @@ def run_status(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if given.get("rc") is not None:
             parts.append(f"rc {given['rc']}")
         if rank is not None:
-            parts.append(f"rank {rank} failed first" + (f" (on {item['failed_host']})" if item["failed_host"] else ""))
+            on = f" (on {_in_words(str(item['failed_host']), names)})" if item["failed_host"] else ""
+            parts.append(f"rank {rank} failed first{on}")
         if given.get("elastic"):
-            now = ", ".join(given.get("current_hosts") or []) or "none"
+            now = ", ".join(_in_words(str(h), names) for h in given.get("current_hosts") or []) or "none"
             parts.append(
                 f"elastic, hosts {'now' if given['state'] == 'running' else 'last'}: {now} "
                 f"({given.get('host_sets', 0)} host sets)"

@@ -109,6 +109,20 @@ def test_run_status_names_the_failing_rank_and_its_host():
     assert "log_tail" not in run
 
 
+MANIFEST_HOSTS = {"hosts": [{"name": "node-a", "address": "10.0.0.1"}, {"name": "node-c", "address": "10.0.0.3"}]}
+
+
+def test_run_status_names_hosts_as_the_inventory_does_when_the_run_has_a_manifest():
+    (run,) = f.run_status([{**RUN, "manifest": MANIFEST_HOSTS}])
+    assert run["failed_host"] == "10.0.0.3"  # the fact keeps the address
+    assert run["summary"].startswith("r1: failed, 2m05s, rc 1, rank 2 failed first (on node-c (10.0.0.3)) | ")
+    elastic = {**RUN, "state": "running", "rc": None, "elastic": True, "host_sets": 2, "last_line": "",
+               "current_hosts": ["10.0.0.1:2", "10.0.0.9:1"], "manifest": MANIFEST_HOSTS}  # fmt: skip
+    (run,) = f.run_status([elastic])
+    assert run["summary"] == "r1: running, 2m05s, elastic, hosts now: node-a:2 (10.0.0.1), 10.0.0.9:1 (2 host sets)"
+    assert run["current_hosts"] == ["10.0.0.1:2", "10.0.0.9:1"]
+
+
 @pytest.mark.parametrize(
     ("changes", "summary"),
     [
