@@ -690,7 +690,7 @@ def _host_names(manifest: object) -> dict[str, str]:
 def _in_words(address: str, names: Mapping[str, str]) -> str:
     """An address (``ADDRESS`` or ``ADDRESS:SLOTS``) as the user named its host: ``node-c (10.0.0.3)``,
     ``node-c:2 (10.0.0.3)``; the address alone where the run's manifest does not name it."""
-    host, _, slots = address.rpartition(":") if address.count(":") == 1 else (address, "", "")
+    host, slots = address.rsplit(":", 1) if address.count(":") == 1 else (address, "")
     name = names.get(host)
     if not name:
         return address
