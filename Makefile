@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-tensorboard lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-tensorboard lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -67,8 +67,11 @@ $(CACHE)/collections/ansible_collections/multinode/horovod:
 
 venv: $(VENV)/.stamp $(CACHE)/collections/ansible_collections/multinode/horovod ## Python toolchain + link this checkout as multinode.horovod
 
-images: prepare venv ## Build every image recipe under images/ (cached by recipe hash; the CPU Horovod image takes minutes)
+images: prepare venv ## Build every image recipe under images/ but horovod-gpu (cached by recipe hash; the CPU Horovod image takes minutes)
 	$(PYTHON) tools/images.py --save
+
+image-gpu: prepare venv ## Build the GPU Horovod image (NCCL, CUDA 12.1 PyTorch, Hopper included); never in images, test or CI
+	$(PYTHON) tools/images.py horovod-gpu
 
 lint: venv ## yamllint, ansible-lint (production profile), ruff check and format, changelog lint
 	$(BIN)/yamllint -s .

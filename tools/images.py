@@ -15,7 +15,10 @@ stand for the servers the roles configure: they are built on the Debian release 
 (``multinode-horovod/machine:trixie``). *Workload images* (``horovod-cpu``, ``horovod-cpu-0.18.2`` for the
 guide's Horovod release, ``sshbox``) are what
 runs in the containers: always Debian bookworm (Horovod 0.28.1 builds only against its torch 1.13),
-tagged ``local``, whatever the hosts run.
+tagged ``local``, whatever the hosts run. ``horovod-gpu`` (Horovod 0.28.1 with NCCL and PyPI's
+CUDA 12.1 PyTorch 2.1, for GPUs up to Hopper) is one too, but it is built only when named
+(``make image-gpu``): it downloads several GB and compiles CUDA kernels, so the default list (no
+names, ``make images``) leaves it out and no scenario or CI builds it.
 
 An image is labelled with the hash of its recipe (the recipe directory, the parent's hash and the
 extra CA bundle; the release for ``base``). A build whose hash matches the label of the existing image
@@ -61,7 +64,9 @@ LABEL = "org.multinode-horovod.recipe-hash"
 # MNH_DEBIAN: the Debian release of the host images (module docstring).
 RELEASES = ("bookworm", "trixie")
 DEFAULT_RELEASE = "bookworm"
-WORKLOAD_IMAGES = frozenset({"horovod-cpu", "horovod-cpu-0.18.2", "sshbox"})
+WORKLOAD_IMAGES = frozenset({"horovod-cpu", "horovod-cpu-0.18.2", "horovod-gpu", "sshbox"})
+# Built only when named: left out of the default list (module docstring).
+EXPLICIT_IMAGES = frozenset({"horovod-gpu"})
 WORKLOAD_TAG = "local"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")
@@ -145,6 +150,11 @@ def parent_of(name: str) -> str | None:
 def known() -> list[str]:
     """``base`` (made by this tool, no recipe directory needed) and every ``images/<name>/Dockerfile``."""
     return ["base", *sorted(p.name for p in RECIPES.iterdir() if (p / "Dockerfile").is_file())]
+
+
+def default_names() -> list[str]:
+    """What a build with no names builds: every known image but those built only when named."""
+    return [name for name in known() if name not in EXPLICIT_IMAGES]
 
 
 def recipe_hash(name: str, extra_ca: bytes, release: str | None = None) -> str:
@@ -349,7 +359,9 @@ def save(name: str, want: str, cache: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", help="images to build (default: all recipes)")
+    parser.add_argument(
+        "names", nargs="*", help=f"images to build (default: all recipes but {', '.join(sorted(EXPLICIT_IMAGES))})"
+    )
     parser.add_argument("--save", action="store_true", help="also write a docker save archive to the cache")
     parser.add_argument("--force", action="store_true", help="rebuild even when the recipe hash matches")
     parser.add_argument(
@@ -370,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
 
     extra_ca = read_extra_ca(args.extra_ca_bundle)
     done: set[str] = set()
-    for name in args.names or known():
+    for name in args.names or default_names():
         want = ensure(name, extra_ca, args.base_source, args.force, done)
         if args.save or args.print_archive:
             archive = save(name, want, args.cache_dir)

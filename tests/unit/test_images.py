@@ -53,6 +53,14 @@ def test_recipe_without_parent_line_is_refused(images):
         images.parent_of("orphan")
 
 
+def test_the_gpu_image_is_built_only_when_named():
+    module = load_images_module()
+    assert "horovod-gpu" in module.known()
+    assert "horovod-gpu" not in module.default_names()
+    assert "horovod-cpu" in module.default_names()
+    assert module.ref("horovod-gpu") == "multinode-horovod/horovod-gpu:local"
+
+
 def test_unknown_recipe_is_refused(images):
     with pytest.raises(SystemExit, match="no recipe"):
         images.parent_of("nope")
