@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-tensorboard lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -114,6 +114,7 @@ test-all: lint unit ansible-test docs ## make test, the long fault and operation
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	$(MAKE) --no-print-directory lab-old-horovod || rc=1; \
+	$(MAKE) --no-print-directory lab-guide-imagenet || rc=1; \
 	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
@@ -131,6 +132,10 @@ lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (-
 lab-old-horovod: prepare venv ## The guide's Horovod 0.18.2 on the three lab machines through the site, then the lab's image again (in make test-all)
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py old-runner
+
+lab-guide-imagenet: prepare venv ## The guide's workload on the lab: ImageNet-shaped data, checkpoints, TensorBoard, resume; HOROVOD_EXAMPLES=clone for Horovod's own script (in make test-all)
+	$(PYTHON) tools/lab.py up
+	$(PYTHON) tools/lab.py guide-imagenet $(if $(HOROVOD_EXAMPLES),--examples $(HOROVOD_EXAMPLES))
 
 lab-tensorboard: prepare venv ## playbooks/tensorboard.yml on a lab run's event files: the tunnel, the scalars' data, a headless Chromium screenshot (in make test-all)
 	$(PYTHON) tools/lab.py up

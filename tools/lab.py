@@ -30,6 +30,13 @@ from its archive in the artifact directory: containers recreated from it, the bu
 three machines (rc 0, three hosts in its result, a launch line without those options), the site again
 with nothing changed; then the site with the lab's own image again.
 
+``guide-imagenet`` (after ``up``; ``make lab-guide-imagenet``, in ``make test-all``) runs the guide's
+workload through the site three times: ``examples/pytorch_imagenet_resnet50.py`` at tag v0.18.2
+(``--examples PATH``: Horovod's own; by default the stand-in) on a small ImageFolder data set in the
+artifact directory, checkpoints and TensorBoard logs in ``horovod_launch_output_dir``. ``--epochs 1``
+trains epoch 1, ``--epochs 2`` resumes and trains epoch 2 only, the same again trains nothing; each run
+ends rc 0 with the checkpoints and event files there.
+
 ``tensorboard`` (after ``up`` and a converge; ``make lab-tensorboard``, in ``make test-all``) trains a
 small model on the three machines whose rank 0 writes scalars with ``torch.utils.tensorboard`` into its
 run's directory, then runs playbooks/tensorboard.yml on that run: check mode starts nothing; started, the
@@ -369,20 +376,29 @@ GUIDE_ARGS = ["--no-cuda", "--model", "resnet18", "--batch-size", "4", "--num-wa
               "--num-batches-per-iter", "2", "--num-iters", "2"]  # fmt: skip
 
 
+# The stand-in's commit has a fixed date, so the repository made again on a later call has the same
+# commit and the role's check of a moved tag does not refuse the lab's own checkout.
+GIT_DATE = "2026-01-01T00:00:00+00:00"
+
+
 def git(*argv: str) -> None:
-    run(["git", "-c", "user.name=multinode.horovod lab", "-c", "user.email=lab@example.invalid", *argv])
+    argv = ["git", "-c", "user.name=multinode.horovod lab", "-c", "user.email=lab@example.invalid", *argv]
+    env = dict(os.environ, GIT_AUTHOR_DATE=GIT_DATE, GIT_COMMITTER_DATE=GIT_DATE)
+    res = subprocess.run(argv, text=True, capture_output=True, check=False, env=env)
+    if res.returncode != 0:
+        raise SystemExit(f"lab: {' '.join(argv)} failed (rc {res.returncode}): {res.stderr.strip()}")
 
 
-def examples_repo(artifacts: Path, source: Path | None) -> str:
-    """A git repository in the artifact directory holding Horovod's examples at GUIDE_TAG; its path in
-    the machines."""
+def examples_repo(artifacts: Path, source: Path | None, tag: str = GUIDE_TAG) -> str:
+    """A git repository in the artifact directory holding Horovod's examples at `tag`; its path in
+    the machines (the stand-in is tagged with GUIDE_TAG and IMAGENET_TAG)."""
     repo = artifacts / "src" / "horovod-examples.git"
     run(["rm", "-rf", str(repo)])
     repo.parent.mkdir(parents=True, exist_ok=True)
     if source is not None:
         # A clone of Horovod's repository: all its tags, no work tree, no submodules.
         run(["git", "clone", "--quiet", "--mirror", str(source), str(repo)])
-        run(["git", "-C", str(repo), "rev-parse", "--verify", f"{GUIDE_TAG}^{{commit}}"])
+        run(["git", "-C", str(repo), "rev-parse", "--verify", f"{tag}^{{commit}}"])
     else:
         work = artifacts / "src" / "horovod-examples-work"
         run(["rm", "-rf", str(work)])
@@ -391,6 +407,7 @@ def examples_repo(artifacts: Path, source: Path | None) -> str:
         git("-C", str(work), "add", "-A")
         git("-C", str(work), "commit", "--quiet", "--message", "stand-in for Horovod's examples")
         git("-C", str(work), "tag", GUIDE_TAG)
+        git("-C", str(work), "tag", IMAGENET_TAG)
         run(["git", "clone", "--quiet", "--mirror", str(work), str(repo)])
         run(["rm", "-rf", str(work)])
     return f"{ARTIFACT_DIR}/src/{repo.name}"
@@ -425,6 +442,112 @@ def guide_example(source: Path | None) -> None:
     if missing or total is None:
         raise SystemExit(f"lab: the guide's example left no log at {missing} or no line {pattern!r} in {logs[0]}")
     print(f"guide's example ({'Horovod ' + GUIDE_TAG if source else 'stand-in'}), {wall:.0f}s: {total.group(0)}")
+
+
+# The guide's workload: Horovod v0.18.2's examples/pytorch_imagenet_resnet50.py (or the stand-in of that
+# path) on a small ImageFolder data set in the artifact directory, which every machine reads, with its
+# checkpoints and TensorBoard logs in an output directory of rank 0's. Small enough for three CPU ranks.
+IMAGENET_TAG = "v0.18.2"
+IMAGENET_SCRIPT = "examples/pytorch_imagenet_resnet50.py"
+IMAGENET_CLASSES = ("cat", "dog")
+IMAGENET_IMAGES = {"train": 6, "val": 3}  # per class: 4 training images and 2 validation ones per rank
+EPOCH_RE = re.compile(r"Train Epoch\s+#(\d+)")
+
+
+def ppm(path: Path, shade: int) -> None:
+    """A 32x32 binary PPM image (ImageFolder reads .ppm through PIL) of one colour with a diagonal."""
+    pixels = bytearray()
+    for y in range(32):
+        for x in range(32):
+            pixels += bytes((255, 255, 255)) if x == y else bytes((shade, 255 - shade, (shade * 7) % 256))
+    path.write_bytes(b"P6 32 32 255\n" + bytes(pixels))
+
+
+def imagefolder(root: Path) -> None:
+    """train/ and val/ with a directory of images per class, as ImageNet's layout."""
+    for split, count in IMAGENET_IMAGES.items():
+        for number, name in enumerate(IMAGENET_CLASSES):
+            directory = root / split / name
+            directory.mkdir(parents=True, exist_ok=True)
+            for index in range(count):
+                ppm(directory / f"{index}.ppm", 40 + 150 * number + index)
+
+
+def trained_epochs(run_dir: Path) -> list[int]:
+    """The epochs rank 0 trained in a run, from tqdm's lines in its output."""
+    text = "".join(p.read_text(errors="replace") for p in (run_dir / "rank.0").glob("std*") if p.is_file())
+    return sorted({int(m) for m in EPOCH_RE.findall(text)})
+
+
+def guide_imagenet(source: Path | None) -> None:
+    """The guide's workload three times through the site: one epoch (a checkpoint and TensorBoard events
+    written), two epochs (resumes from the first: trains epoch 2 only), two epochs again (trains nothing)."""
+    artifacts = lab_dir() / "artifacts"
+    repo = examples_repo(artifacts, source, IMAGENET_TAG)
+    data = artifacts / "data" / "imagefolder"
+    run(["rm", "-rf", str(data)])
+    imagefolder(data)
+    output = artifacts / "outputs" / "guide-imagenet"
+    run(["rm", "-rf", str(output)])
+    wheels = artifacts / "wheels"
+    wheels.mkdir(exist_ok=True)
+    with Timer("download the guide's pip packages into the wheel directory in the artifact directory"):
+        pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
+    out, pictures = f"{ARTIFACT_DIR}/outputs/guide-imagenet", f"{ARTIFACT_DIR}/data/imagefolder"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    problems = []
+    for step, (epochs, expected) in enumerate(((1, [1]), (2, [2]), (2, [])), start=1):
+        run_name = f"guide-imagenet-{stamp}-{step}"
+        extra = {
+            "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
+            "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
+            "horovod_launch_code_repo": repo,
+            "horovod_launch_code_version": IMAGENET_TAG,
+            "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/horovod-imagenet",
+            "horovod_launch_output_dir": out,
+            "horovod_train_command": [
+                "python3",
+                IMAGENET_SCRIPT,
+                "--no-cuda",
+                "--train-dir",
+                f"{pictures}/train",
+                "--val-dir",
+                f"{pictures}/val",
+                "--log-dir",
+                f"{out}/logs",
+                "--checkpoint-format",
+                f"{out}/checkpoint-{{epoch}}.pth.tar",
+                "--batch-size",
+                "2",
+                "--val-batch-size",
+                "2",
+                "--epochs",
+                str(epochs),
+            ],
+            "horovod_run_name": run_name,
+        }
+        with Timer(f"the guide's workload, run {step}: --epochs {epochs}"):
+            playbook("-e", json.dumps(extra))
+        run_dir = artifacts / "runs" / run_name
+        rc_file = run_dir / "rc"
+        rc = rc_file.read_text().strip() if rc_file.is_file() else "none"
+        trained = trained_epochs(run_dir)
+        log(f"run {step} (--epochs {epochs}): rc {rc}, trained epochs {trained}")
+        if rc != "0":
+            problems.append(f"run {step} ended with rc {rc} ({run_dir}/launcher.log)")
+        if trained != expected:
+            problems.append(f"run {step} (--epochs {epochs}) trained epochs {trained}, not {expected}")
+        checkpoints = sorted(p.name for p in output.glob("checkpoint-*.pth.tar"))
+        wanted = [f"checkpoint-{e}.pth.tar" for e in range(1, epochs + 1)]
+        if checkpoints != wanted:
+            problems.append(f"after run {step} {output} holds checkpoints {checkpoints}, not {wanted}")
+        if not list((output / "logs").glob("events.out.tfevents.*")):
+            problems.append(f"after run {step} {output}/logs holds no TensorBoard events")
+    if problems:
+        raise SystemExit("lab: guide-imagenet: " + "; ".join(problems))
+    what = f"Horovod {IMAGENET_TAG}'s {IMAGENET_SCRIPT}" if source else "the stand-in"
+    log(f"guide-imagenet passed: {what} trained epoch 1, resumed for epoch 2, then trained nothing")
 
 
 # A fourth machine, only while ``scale-out`` runs: the server that arrives while the others train.
@@ -893,12 +1016,15 @@ def machine_summary() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "site", "bench", "scale-out", "old-runner", "tensorboard", "down"))
+    parser.add_argument(
+        "action", choices=("up", "site", "bench", "scale-out", "old-runner", "tensorboard", "guide-imagenet", "down")
+    )
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
     actions = {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "old-runner": old_runner,
-               "tensorboard": tensorboard, "down": down}  # fmt: skip
+               "tensorboard": tensorboard, "down": down,
+               "guide-imagenet": lambda: guide_imagenet(args.examples)}  # fmt: skip
     actions[args.action]()
     if args.action == "site" and args.example == "horovod":
         guide_example(args.examples)
