@@ -105,7 +105,7 @@ def main() -> None:
         model.train()
         train_loader.sampler.set_epoch(epoch)
         losses = []
-        with tqdm(total=len(train_loader), desc=f"Train Epoch     #{epoch + 1}", disable=hvd.rank() != 0) as bar:
+        with tqdm(total=len(train_loader), desc=f"Train Epoch     #{epoch + 1}", disable=hvd.rank() != 0) as progress:
             for batch in train_loader:
                 data, target = (t.cuda() for t in batch) if cuda else batch
                 optimizer.zero_grad()
@@ -113,19 +113,19 @@ def main() -> None:
                 loss.backward()
                 optimizer.step()
                 losses.append(mean(loss, "train_loss"))
-                bar.set_postfix({"loss": losses[-1]})
-                bar.update(1)
+                progress.set_postfix({"loss": losses[-1]})
+                progress.update(1)
         model.eval()
         correct = []
         with (
             torch.no_grad(),
-            tqdm(total=len(val_loader), desc=f"Validate Epoch  #{epoch + 1}", disable=hvd.rank() != 0) as bar,
+            tqdm(total=len(val_loader), desc=f"Validate Epoch  #{epoch + 1}", disable=hvd.rank() != 0) as progress,
         ):
             for batch in val_loader:
                 data, target = (t.cuda() for t in batch) if cuda else batch
                 hits = model(data).argmax(1).eq(target).float().mean()
                 correct.append(mean(hits, "val_accuracy"))
-                bar.update(1)
+                progress.update(1)
         if hvd.rank() == 0:
             writer.add_scalar("train/loss", sum(losses) / max(len(losses), 1), epoch)
             writer.add_scalar("val/accuracy", sum(correct) / max(len(correct), 1), epoch)
