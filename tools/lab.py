@@ -377,7 +377,9 @@ GUIDE_ARGS = ["--no-cuda", "--model", "resnet18", "--batch-size", "4", "--num-wa
 
 
 # The stand-in's commit has a fixed date, so the repository made again on a later call has the same
-# commit and the role's check of a moved tag does not refuse the lab's own checkout.
+# commit and the role's check of a moved tag does not refuse the lab's own checkout. A clone of
+# Horovod's repository and the stand-in tag different commits with the same names, so each has its own
+# repository and checkout (examples_source): switching between them on one lab is not a moved tag.
 GIT_DATE = "2026-01-01T00:00:00+00:00"
 
 
@@ -389,10 +391,15 @@ def git(*argv: str) -> None:
         raise SystemExit(f"lab: {' '.join(argv)} failed (rc {res.returncode}): {res.stderr.strip()}")
 
 
+def examples_source(source: Path | None) -> str:
+    """The name of the examples' repository and checkouts: Horovod's clone or the stand-in."""
+    return "horovod-examples" if source is not None else "standin-examples"
+
+
 def examples_repo(artifacts: Path, source: Path | None, tag: str = GUIDE_TAG) -> str:
     """A git repository in the artifact directory holding Horovod's examples at `tag`; its path in
     the machines (the stand-in is tagged with GUIDE_TAG and IMAGENET_TAG)."""
-    repo = artifacts / "src" / "horovod-examples.git"
+    repo = artifacts / "src" / f"{examples_source(source)}.git"
     run(["rm", "-rf", str(repo)])
     repo.parent.mkdir(parents=True, exist_ok=True)
     if source is not None:
@@ -400,7 +407,7 @@ def examples_repo(artifacts: Path, source: Path | None, tag: str = GUIDE_TAG) ->
         run(["git", "clone", "--quiet", "--mirror", str(source), str(repo)])
         run(["git", "-C", str(repo), "rev-parse", "--verify", f"{tag}^{{commit}}"])
     else:
-        work = artifacts / "src" / "horovod-examples-work"
+        work = artifacts / "src" / f"{examples_source(source)}-work"
         run(["rm", "-rf", str(work)])
         run(["cp", "-r", str(STANDIN), str(work)])
         git("-C", str(work), "init", "--quiet", "--initial-branch=master")
@@ -428,7 +435,7 @@ def guide_example(source: Path | None) -> None:
         "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
         "horovod_launch_code_repo": repo,
         "horovod_launch_code_version": GUIDE_TAG,
-        "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/horovod-examples",
+        "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/{examples_source(source)}",
         "horovod_train_command": ["python3", "examples/pytorch/pytorch_synthetic_benchmark.py", *GUIDE_ARGS],
         "horovod_run_name": run_name,
     }
@@ -504,7 +511,7 @@ def guide_imagenet(source: Path | None) -> None:
             "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
             "horovod_launch_code_repo": repo,
             "horovod_launch_code_version": IMAGENET_TAG,
-            "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/horovod-imagenet",
+            "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/{examples_source(source)}-imagenet",
             "horovod_launch_output_dir": out,
             "horovod_train_command": [
                 "python3",

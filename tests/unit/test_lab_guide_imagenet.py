@@ -5,6 +5,10 @@ reads the epochs rank 0 trained."""
 
 from __future__ import annotations
 
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
 from checkout import load
 
@@ -50,3 +54,38 @@ def test_the_epochs_trained_are_read_from_rank_0s_output(tmp_path, stdout, stder
 
 def test_no_output_means_no_epochs(tmp_path):
     assert lab.trained_epochs(tmp_path) == []
+
+
+def tag_commit(repo, tag):
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", f"{tag}^{{commit}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def test_the_standin_made_again_tags_the_same_commit(tmp_path):
+    # The role refuses a tag that moved since the last checkout: the lab's own repository, made again
+    # on each call, must not look like one.
+    lab.examples_repo(tmp_path, None, lab.IMAGENET_TAG)
+    first = tag_commit(tmp_path / "src" / "standin-examples.git", lab.IMAGENET_TAG)
+    time.sleep(1.1)  # git's dates have whole seconds: a commit dated now would differ only after one
+    lab.examples_repo(tmp_path, None, lab.IMAGENET_TAG)
+    assert tag_commit(tmp_path / "src" / "standin-examples.git", lab.IMAGENET_TAG) == first
+
+
+def test_horovods_clone_and_the_standin_have_their_own_repository(tmp_path):
+    # The same tag on two commits in one checkout is a moved tag to the role: switching between a clone
+    # of Horovod's repository and the stand-in on one lab must use two repositories and two checkouts.
+    source = tmp_path / "horovod"
+    lab.run(["cp", "-r", str(lab.STANDIN), str(source)])
+    (source / "README.md").write_text("another commit than the stand-in's\n")
+    lab.git("-C", str(source), "init", "--quiet", "--initial-branch=master")
+    lab.git("-C", str(source), "add", "-A")
+    lab.git("-C", str(source), "commit", "--quiet", "--message", "a clone of Horovod's repository")
+    lab.git("-C", str(source), "tag", lab.IMAGENET_TAG)
+    artifacts = tmp_path / "artifacts"
+    clone = lab.examples_repo(artifacts, source, lab.IMAGENET_TAG)
+    standin = lab.examples_repo(artifacts, None, lab.IMAGENET_TAG)
+    assert clone != standin
+    assert lab.examples_source(source) != lab.examples_source(None)
+    repos = {Path(clone).name, Path(standin).name}
+    commits = {tag_commit(artifacts / "src" / name, lab.IMAGENET_TAG) for name in repos}
+    assert len(commits) == 2
