@@ -689,8 +689,8 @@ def launch_line(script: str) -> str:
 
 def old_runner() -> None:
     """The site with the guide's Horovod release on the three machines, twice (the second changes
-    nothing), its run checked (rc 0, three hosts, the command line 0.18.2 takes), then the lab's image
-    again."""
+    nothing), its run checked (rc 0, three hosts, the command line 0.18.2 takes, the interface in the
+    command's environment), then the lab's image again."""
     artifacts = lab_dir() / "artifacts"
     with Timer(f"build or reuse the Horovod {OLD_VERSION} image (cached by recipe hash)"):
         archive = image_archive(OLD_IMAGE)
@@ -716,6 +716,9 @@ def old_runner() -> None:
         rc = rc_file.read_text().strip() if rc_file.is_file() else "none"
         options = (" -i ", "--network-interface")
         problems = [f"the launch line has {option.strip()}: {line}" for option in options if option in line]
+        # 0.18 takes no interface option: the interface found goes in the command's environment.
+        if " env HOROVOD_GLOO_IFACE=" not in line:
+            problems.append(f"the launch line sets no HOROVOD_GLOO_IFACE in the command's environment: {line}")
         if f"Horovod {OLD_VERSION} (gloo)" not in first:
             problems.append(f"the preflight did not report Horovod {OLD_VERSION}")
         if changed:

@@ -80,7 +80,9 @@ def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def release_problems(version: Any, elastic: bool, named_nics: Iterable[str], where: str) -> list[str]:
+def release_problems(
+    version: Any, elastic: bool, named_nics: Iterable[str], where: str, controller: str = "gloo"
+) -> list[str]:
     """What the Horovod of `where` (its version as horovodrun reports it) cannot do of this run: a release
     older than OLDEST_HOROVOD, an elastic run before ELASTIC, interfaces named in
     horovod_launch_network_interfaces that its horovodrun cannot take."""
@@ -105,13 +107,14 @@ def release_problems(version: Any, elastic: bool, named_nics: Iterable[str], whe
             f"image runs {_dotted(found)}. Use an image with a newer Horovod, or set horovod_launch_elastic: false."
         )
     nics = list(named_nics)
-    if nics and found < ONE_NIC_OPTION:
+    if nics and found < ONE_NIC_OPTION and controller == "mpi":
         problems.append(
-            f"{where}: Horovod {_dotted(found)}'s horovodrun takes no network interface (it finds the interfaces "
-            f"all hosts share itself), but horovod_launch_network_interfaces is {nics}. Leave it empty, or use an "
-            f"image with Horovod {_dotted(ONE_NIC_OPTION)} or newer."
+            f"{where}: Horovod {_dotted(found)}'s horovodrun takes no network interface and gives mpirun the "
+            f"interfaces it finds itself (-mca btl_tcp_if_include, which a second one cannot override), but "
+            f"horovod_launch_network_interfaces is {nics}. Leave it empty, set horovod_launch_controller: gloo, or "
+            f"use an image with Horovod {_dotted(ONE_NIC_OPTION)} or newer."
         )
-    elif len(nics) > 1 and found < NIC_LIST_OPTION:
+    elif len(nics) > 1 and ONE_NIC_OPTION <= found < NIC_LIST_OPTION:
         problems.append(
             f"{where}: Horovod {_dotted(found)}'s horovodrun takes one network interface, but "
             f"horovod_launch_network_interfaces is {nics}. Name one, or use an image with Horovod "
@@ -120,8 +123,17 @@ def release_problems(version: Any, elastic: bool, named_nics: Iterable[str], whe
     return problems
 
 
+def _nic_env(found: tuple[int, int, int], nics: list[str]) -> list[str]:
+    """Before 0.19 horovodrun takes no interface: it sets HOROVOD_GLOO_IFACE and NCCL_SOCKET_IFNAME to the
+    interfaces it found in front of the command (horovod/run/gloo_run.py at v0.18.2), so `env` in the
+    command sets the run's after it. Its rendezvous address stays on an interface of its own choosing."""
+    if not nics or found >= ONE_NIC_OPTION:
+        return []
+    return ["env", f"HOROVOD_GLOO_IFACE={nics[0]}", f"NCCL_SOCKET_IFNAME={','.join(nics)}"]
+
+
 def _nic_options(found: tuple[int, int, int], nics: list[str]) -> list[str]:
-    """The interfaces in the option of that release; none before 0.19 (horovodrun picks them itself)."""
+    """The interfaces in the option of that release; none before 0.19 (they go in the environment)."""
     if not nics or found < ONE_NIC_OPTION:
         return []
     option = "--network-interfaces" if found >= NICS_OPTION else "--network-interface"
@@ -316,13 +328,15 @@ def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list
     if found >= IDENTITY_OPTION:
         argv += ["-i", str(run["identity_file"])]
     argv += ["--start-timeout", str(run["start_timeout"]), f"--{the_plan['definition']['controller']}"]
-    argv += _nic_options(found, [str(nic) for nic in run["nics"] or []])
+    nics = [str(nic) for nic in run["nics"] or []]
+    argv += _nic_options(found, nics)
     if np > 1 and run["dir"]:
         argv += ["--output-filename", run["dir"]]
     if boolean(run["verbose"], strict=True):
         argv.append("--verbose")
     loader = ["sh", run["rank_env"]] if run["rank_env"] else []
-    return argv + [str(arg) for arg in the_plan["definition"]["extra_args"]] + loader + run["command"]
+    extra = [str(arg) for arg in the_plan["definition"]["extra_args"]]
+    return argv + extra + _nic_env(found, nics) + loader + run["command"]
 
 
 # The NCCL check's rank: one allreduce on the GPU of its local rank, which makes NCCL pick its network

@@ -108,7 +108,11 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
         )
     # horovodrun's command line is built for the release it reports (horovod_launch.horovodrun_argv).
     problems += release_problems(
-        build["version"], s["plan"]["elastic"], s["network_interfaces"], f"{me} (the container '{s['container']}')"
+        build["version"],
+        s["plan"]["elastic"],
+        s["network_interfaces"],
+        f"{me} (the container '{s['container']}')",
+        s["controller"],
     )
     found = report.get("ssh", "")
     if found != s["ssh_wrapper"]:

@@ -422,6 +422,7 @@ def test_the_nccl_check_runs_one_allreduce_per_host_with_the_runs_nccl_settings_
     # Built for the image's Horovod as the run is: 0.18.2 has neither -i nor an interface option.
     old = m.nccl_check(the_plan, {**NCCL_GIVEN, "horovod_version": "0.18.2"})["argv"]
     assert "-i" not in old and not any(word.startswith("--network-interface") for word in old)
+    assert old[old.index("env") : old.index("python3")] == ["env", "HOROVOD_GLOO_IFACE=eth0", "NCCL_SOCKET_IFNAME=eth0"]
     assert set(w for w in old if w.startswith("-")) <= set(HOROVODRUN_OPTIONS["0.18.2"]) | {"-c"}
     # An elastic run's check is not elastic; an np that leaves a host out leaves it out of the check.
     elastic = m.nccl_check(m.plan({**PLAN_INPUTS, "elastic": True}), NCCL_GIVEN)["argv"]
@@ -507,10 +508,27 @@ def test_an_nccl_check_that_failed_or_named_no_network_is_refused_with_its_outpu
     ],
 )
 def test_the_command_line_follows_the_release_in_the_container(version, nics, expected):
-    # Before 0.20 the identity is the ssh client configuration's; before 0.19 horovodrun finds the
-    # interfaces itself (an interface found by the preflight is then not passed).
+    # Before 0.20 the identity is the ssh client configuration's; before 0.19 horovodrun takes no
+    # interface, so they go in the environment of the command (after the one horovodrun sets).
     argv = run_of({"env": {}, "command": ["train"]}, horovod_version=version, nics=nics)["argv"]
     assert argv[argv.index("-p") : argv.index("--output-filename") + 1] == expected
+    before_command = argv[argv.index("--output-filename") + 2 : argv.index("train")]
+    if m.release(version) < m.ONE_NIC_OPTION:
+        assert before_command == ["env", "HOROVOD_GLOO_IFACE=eth0", "NCCL_SOCKET_IFNAME=eth0"]
+    else:
+        assert before_command == []
+
+
+def test_before_0_19_the_interfaces_go_in_the_environment_ahead_of_the_rank_env_loader():
+    argv = run_of({"env": {"SECRET": "x"}, "command": ["train"]}, horovod_version="0.18.2", nics=["ib0", "eth0"])[
+        "argv"
+    ]
+    start = argv.index("env")
+    assert argv[start : start + 4] == ["env", "HOROVOD_GLOO_IFACE=ib0", "NCCL_SOCKET_IFNAME=ib0,eth0", "sh"]
+    assert argv[start + 4].endswith("/rank-env.sh") and argv[-1] == "train"
+    # No interface found (one host): nothing is set, horovodrun's own choice stands.
+    alone = run_of({"env": {}, "command": ["train"]}, horovod_version="0.18.2", nics=[])["argv"]
+    assert "env" not in alone
 
 
 @pytest.mark.parametrize(
@@ -522,7 +540,8 @@ def test_the_command_line_follows_the_release_in_the_container(version, nics, ex
         ("0.18.1", False, [], "the oldest release this role launches is 0.18.2"),
         ("0.16.4", False, [], "the oldest release this role launches is 0.18.2"),
         ("0.23.0", True, [], "horovod_launch_elastic needs Horovod 0.24.0 or newer"),
-        ("0.18.2", False, ["eth0"], "takes no network interface"),
+        ("0.18.2", False, ["eth0"], None),
+        ("0.18.2", False, ["eth0", "ib0"], None),
         ("0.19.5", False, ["eth0", "ib0"], "takes one network interface"),
         ("0.19.5", False, ["eth0"], None),
         ("", False, [], "not a Horovod release"),
@@ -535,6 +554,14 @@ def test_a_release_that_cannot_run_what_was_asked_is_refused_naming_the_setting(
         assert found == []
     else:
         assert len(found) == 1 and problem in found[0] and found[0].startswith("master (the container 'horovod'): ")
+
+
+def test_interfaces_named_for_an_mpi_run_before_0_19_are_refused():
+    # mpirun gets horovodrun's own -mca btl_tcp_if_include then, which a second one cannot override.
+    found = m.release_problems("0.18.2", False, ["eth0"], "master (the container 'horovod')", "mpi")
+    assert len(found) == 1 and "btl_tcp_if_include" in found[0] and "horovod_launch_controller: gloo" in found[0]
+    assert m.release_problems("0.18.2", False, [], "master", "mpi") == []
+    assert m.release_problems("0.19.0", False, ["eth0"], "master", "mpi") == []
 
 
 def end(rc: int, **more: object) -> dict:
