@@ -420,22 +420,31 @@ def examples_repo(artifacts: Path, source: Path | None, tag: str = GUIDE_TAG) ->
     return f"{ARTIFACT_DIR}/src/{repo.name}"
 
 
-def guide_example(source: Path | None) -> None:
-    """Horovod's synthetic benchmark from a checkout in the artifact directory, with the guide's pip packages."""
-    artifacts = lab_dir() / "artifacts"
-    repo = examples_repo(artifacts, source)
+def guide_code(artifacts: Path, source: Path | None, tag: str, checkout: str) -> dict[str, object]:
+    """The examples' repository at `tag` and the guide's pip packages in the wheel directory of the
+    artifact directory, as the site's extra variables (the code checked out in the workspace's `checkout`)."""
+    repo = examples_repo(artifacts, source, tag)
     wheels = artifacts / "wheels"
     wheels.mkdir(exist_ok=True)
     with Timer("download the guide's pip packages into the wheel directory in the artifact directory"):
         pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
         run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
-    run_name = time.strftime("guide-%Y%m%d-%H%M%S")
-    extra = {
+    return {
         "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
         "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
         "horovod_launch_code_repo": repo,
-        "horovod_launch_code_version": GUIDE_TAG,
-        "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/{examples_source(source)}",
+        "horovod_launch_code_version": tag,
+        "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/{checkout}",
+    }
+
+
+def guide_example(source: Path | None) -> None:
+    """Horovod's synthetic benchmark from a checkout in the artifact directory, with the guide's pip packages."""
+    artifacts = lab_dir() / "artifacts"
+    code = guide_code(artifacts, source, GUIDE_TAG, examples_source(source))
+    run_name = time.strftime("guide-%Y%m%d-%H%M%S")
+    extra = {
+        **code,
         "horovod_train_command": ["python3", "examples/pytorch/pytorch_synthetic_benchmark.py", *GUIDE_ARGS],
         "horovod_run_name": run_name,
     }
@@ -490,28 +499,19 @@ def guide_imagenet(source: Path | None) -> None:
     """The guide's workload three times through the site: one epoch (a checkpoint and TensorBoard events
     written), two epochs (resumes from the first: trains epoch 2 only), two epochs again (trains nothing)."""
     artifacts = lab_dir() / "artifacts"
-    repo = examples_repo(artifacts, source, IMAGENET_TAG)
+    code = guide_code(artifacts, source, IMAGENET_TAG, f"{examples_source(source)}-imagenet")
     data = artifacts / "data" / "imagefolder"
     run(["rm", "-rf", str(data)])
     imagefolder(data)
     output = artifacts / "outputs" / "guide-imagenet"
     run(["rm", "-rf", str(output)])
-    wheels = artifacts / "wheels"
-    wheels.mkdir(exist_ok=True)
-    with Timer("download the guide's pip packages into the wheel directory in the artifact directory"):
-        pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
     out, pictures = f"{ARTIFACT_DIR}/outputs/guide-imagenet", f"{ARTIFACT_DIR}/data/imagefolder"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     problems = []
     for step, (epochs, expected) in enumerate(((1, [1]), (2, [2]), (2, [])), start=1):
         run_name = f"guide-imagenet-{stamp}-{step}"
         extra = {
-            "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
-            "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",
-            "horovod_launch_code_repo": repo,
-            "horovod_launch_code_version": IMAGENET_TAG,
-            "horovod_launch_code_dest": f"{ARTIFACT_DIR}/workspace/{examples_source(source)}-imagenet",
+            **code,
             "horovod_launch_output_dir": out,
             "horovod_train_command": [
                 "python3",
