@@ -9,7 +9,8 @@ toolchain's). For each controller below this builds a virtualenv with that ansib
 
 1. ``ansible-test sanity`` and ``ansible-test units`` (tools/run_ansible_test.py) on its Python;
 2. on the lab (``make lab`` first; started here when it is not up) the site twice, the second run
-   changing nothing, and a launch of the bundled example under a new run name.
+   changing nothing, and a launch of the bundled example under a new run name, none of them printing
+   a warning about a module's result key (ansible-core 2.21 converts or drops the keys it reserves).
 
     controller_matrix.py [--only 2.18|2.21] [--skip-lab]
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +77,18 @@ CONTROLLERS = (
 )
 
 
+# What ansible-core (2.21) prints when a module returns a result key it reserves: converted to its own
+# type (an epoch-seconds `finished` became True), replaced, or dropped.
+RESULT_KEY_WARNING_RE = re.compile(
+    r"^\[WARNING\]: (?:Value for result key .*|Removed reserved key .* from module result\.?)$", re.MULTILINE
+)
+
+
+def result_key_warnings(output: str) -> list[str]:
+    """The warnings in a playbook's output about a module's result keys."""
+    return [m.group(0) for m in RESULT_KEY_WARNING_RE.finditer(output)]
+
+
 def say(text: str) -> None:
     print(f"[matrix] {text}", flush=True)
 
@@ -114,13 +128,18 @@ def on_the_lab(controller: Controller, venv: Path) -> str:
     os.environ["PATH"] = controller.env(venv)["PATH"]
     version = subprocess.run(["ansible-playbook", "--version"], capture_output=True, text=True, check=True)
     say(f"on the lab with {version.stdout.splitlines()[0]}")
-    first, first_changed, _ = lab.playbook()
-    second, second_changed, _ = lab.playbook()
+    first, first_changed, first_out = lab.playbook()
+    second, second_changed, second_out = lab.playbook()
     if second_changed:
         raise SystemExit(f"controller_matrix: ansible-core {controller.core}: the site's second run changed "
                          f"{second_changed} things; it must change nothing")  # fmt: skip
     run_name = time.strftime(f"matrix-{controller.core.replace('.', '')}-%Y%m%d-%H%M%S")
-    launch, _, _ = lab.playbook("--tags", "launch", "-e", f"horovod_run_name={run_name}")
+    launch, _, launch_out = lab.playbook("--tags", "launch", "-e", f"horovod_run_name={run_name}")
+    warned = result_key_warnings(first_out + second_out + launch_out)
+    if warned:
+        raise SystemExit(f"controller_matrix: ansible-core {controller.core}: a module returns a result key "
+                         "Ansible reserves (rename it; tests/unit/checkout.py RESERVED_RESULT_KEYS):\n"
+                         + "\n".join(sorted(set(warned))))  # fmt: skip
     return (
         f"ansible-core {controller.core} (Python {controller.python}): site {first:.0f}s changed={first_changed}, "
         f"again {second:.0f}s changed=0, launch {run_name} {launch:.0f}s"

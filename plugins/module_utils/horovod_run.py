@@ -120,7 +120,8 @@ def read(run_dir: Path, launchers: Sequence[str] = (), tail_lines: int = 40) -> 
     out: dict[str, Any] = {
         "state": state(run_dir, launchers),
         "started": started,
-        "finished": finished,
+        # Not "finished": Ansible reserves it for async jobs (ansible-core 2.21 makes it a bool).
+        "finished_at": finished,
         # Not "rc": Ansible fails a task whose result has an rc other than 0.
         "exit_status": rc,
         "duration_s": max(0, finished - started) if started is not None and finished is not None else None,

@@ -59,8 +59,10 @@ started:
   description: When the run started, in epoch seconds; null when it has not.
   returned: always
   type: int
-finished:
-  description: When the run ended, in epoch seconds; null while it has not.
+finished_at:
+  description:
+    - When the run ended, in epoch seconds; null while it has not.
+    - Not C(finished), a result key Ansible reserves for async jobs (ansible-core 2.21 turns it into a bool).
   returned: always
   type: int
 exit_status:

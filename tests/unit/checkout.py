@@ -72,9 +72,29 @@ NEEDS_ANSIBLE_CLI = pytest.mark.skipif(
 )
 
 
+# The result keys ansible-core gives a meaning of its own when a module returns them: the fields of its
+# task result (ansible-core 2.21, UnifiedTaskResult: a value of another type is converted, so an
+# epoch-seconds `finished` becomes True with a warning on every run) and those it takes from an action
+# only (a module's is dropped with a warning); any ``_ansible_`` key is dropped too. A module returns
+# none of them but the ones it may set with their meaning (MODULE_MAY_SET); test_module_results.py
+# checks this set against the installed ansible-core where it has that table.
+RESERVED_RESULT_KEYS = frozenset(
+    {"changed", "failed", "unreachable", "skipped", "warnings", "deprecations", "ansible_facts", "exception",
+     "finished", "msg", "rc", "diff", "ansible_stats", "ansible_job_id", "_ansible_suppress_tmpdir_delete",
+     "_ansible_no_log", "_ansible_verbose_always", "_ansible_verbose_override"}
+)  # fmt: skip
+MODULE_MAY_SET = frozenset({"changed", "warnings", "deprecations"})
+
+
+def reserved_keys(result: dict[str, Any]) -> set[str]:
+    """The keys of a module's result that Ansible would read as its own (see RESERVED_RESULT_KEYS)."""
+    return {k for k in result if k in RESERVED_RESULT_KEYS - MODULE_MAY_SET or k.startswith("_ansible_")}
+
+
 def run_module(name: str, args: dict[str, Any], check: bool = False) -> dict[str, Any]:
     """The result of ``ansible localhost -m multinode.horovod.NAME -a ARGS`` (a local connection, this
-    Python), checked to have succeeded; with `check`, in check mode. For NEEDS_ANSIBLE_CLI tests."""
+    Python), checked to have succeeded and to hold no key Ansible reserves; with `check`, in check mode.
+    For NEEDS_ANSIBLE_CLI tests."""
     done = subprocess.run(
         ["ansible", "localhost", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
          "-m", f"multinode.horovod.{name}", "-a", json.dumps(args), "-o", *(["--check"] if check else [])],
@@ -82,7 +102,9 @@ def run_module(name: str, args: dict[str, Any], check: bool = False) -> dict[str
         capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout.split(" => ", 1)[1])
+    result = json.loads(done.stdout.split(" => ", 1)[1])
+    assert not reserved_keys(result), f"{name} returns keys Ansible reserves: {sorted(reserved_keys(result))}"
+    return result
 
 
 def load(relpath: str, name: str) -> ModuleType:

@@ -55,3 +55,19 @@ def test_each_controller_pins_the_ansible_core_it_is_named_for() -> None:
         text = controller.requirements.read_text()
         assert minor(pinned(text, "ansible-core")) == minor(controller.core), controller.requirements
         pinned(text, "ansible")  # and the ansible package of its time, which carries our dependencies
+
+
+def test_a_warning_about_a_modules_result_key_is_found() -> None:
+    # As ansible-core 2.21.5 printed it for horovod_run_info's `finished`, and one it drops.
+    output = (
+        "TASK [multinode.horovod.horovod_launch : Read the run] ***\n"
+        "[WARNING]: Value for result key 'finished' of type int was converted to bool.\n"
+        "ok: [master]\n"
+        "[WARNING]: Removed reserved key '_ansible_no_log' from module result.\n"
+        "[WARNING]: Collection community.docker does not support Ansible version 2.21.5\n"
+    )
+    assert matrix.result_key_warnings(output) == [
+        "[WARNING]: Value for result key 'finished' of type int was converted to bool.",
+        "[WARNING]: Removed reserved key '_ansible_no_log' from module result.",
+    ]
+    assert matrix.result_key_warnings("ok: [master]\n") == []

@@ -95,7 +95,7 @@ def test_a_run_that_succeeded_is_read_without_its_logs(tmp_path: Path) -> None:
     assert r.read(directory) == {
         "state": "finished",
         "started": 100,
-        "finished": 193,
+        "finished_at": 193,
         "exit_status": 0,
         "duration_s": 93,
         "elastic": False,
