@@ -39,6 +39,10 @@ and BuildKit's plain ``#7 [3/9]`` alike) and per debootstrap phase, each with th
 began, and every 20 seconds while a step runs on, the last line the builder printed (pip's and apt's
 progress). The builder's whole output goes to a log file, whose last lines are shown when the build
 fails. Plain text, no colours: readable in a CI log.
+
+With ``--print-archive`` the archives' paths are the only thing on standard output, one a line, and
+everything else (these lines, the builders' own) goes to standard error: a caller (tools/lab.py)
+reads the paths and the user still sees the build as it goes.
 """
 
 from __future__ import annotations
@@ -380,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-archive", action="store_true", help="print the archive path of each image")
     args = parser.parse_args(argv)
 
+    result = sys.stdout
+    if args.print_archive:
+        # The paths on standard output, the rest (this process's lines and its children's) on standard
+        # error, where the user sees it while the caller reads the paths (module docstring).
+        sys.stdout.flush()
+        result = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     extra_ca = read_extra_ca(args.extra_ca_bundle)
     done: set[str] = set()
     for name in args.names or default_names():
@@ -387,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.save or args.print_archive:
             archive = save(name, want, args.cache_dir)
             if args.print_archive:
-                print(archive)
+                print(archive, file=result, flush=True)
     return 0
 
 

@@ -76,8 +76,10 @@ from pathlib import Path
 
 import machines  # tools/machines.py: the DinD machine, defined once
 import prepare_host  # tools/prepare_host.py: Debian packages this machine lacks
+import progress  # tools/progress.py: how far a long command is
 
 REPO = Path(__file__).resolve().parent.parent
+IMAGES = REPO / "tools" / "images.py"
 LABEL = "org.multinode-horovod.lab"
 # The machines run the Debian release under test (MNH_DEBIAN, as tools/images.py builds them).
 MACHINE_IMAGE = machines.image("machine")
@@ -123,6 +125,13 @@ def run(argv: Sequence[str], *, check: bool = True, capture: bool = True) -> sub
         detail = (res.stderr or res.stdout or "").strip() if capture else ""
         raise SystemExit(f"lab: {' '.join(argv)} failed (rc {res.returncode}): {detail}")
     return res
+
+
+def checked(argv: Sequence[str], what: str) -> None:
+    """Run a long command, its lines and a heartbeat shown as it goes (tools/progress.py)."""
+    rc = progress.watch(argv, lambda text: log(f"{what}: {text}"))
+    if rc != 0:
+        raise SystemExit(f"lab: {' '.join(argv)} failed (rc {rc}); its output is above")
 
 
 class Timer:
@@ -175,14 +184,20 @@ def exists(kind: str, name: str) -> bool:
 
 
 def image_archive(name: str) -> Path:
-    """Build or reuse a workload image and its docker save archive (tools/images.py); the archive's path."""
-    out = run([sys.executable, str(REPO / "tools" / "images.py"), name, "--print-archive"])
-    return Path(out.stdout.strip().splitlines()[-1])
+    """Build or reuse a workload image and its docker save archive (tools/images.py); the archive's path.
+    Only the path is read (images.py's standard output): the build's progress goes to its standard
+    error, which is the user's, so a build of many minutes is seen as it goes."""
+    argv = [sys.executable, str(IMAGES), name, "--print-archive"]
+    res = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
+    paths = res.stdout.split()
+    if res.returncode != 0 or not paths:
+        raise SystemExit(f"lab: {' '.join(argv)} failed (rc {res.returncode}); its output is above")
+    return Path(paths[-1])
 
 
 def ensure_images() -> Path:
     with Timer("build or reuse the machine and CPU Horovod images (cached by recipe hash)"):
-        run([sys.executable, str(REPO / "tools" / "images.py"), "machine"], capture=False)
+        run([sys.executable, str(IMAGES), "machine"], capture=False)
         return image_archive(CPU_IMAGE)
 
 
@@ -206,7 +221,7 @@ def place_archive(archive: Path, artifacts: Path, name: str = f"{CPU_IMAGE}.tar"
         os.link(archive, tmp)
     except OSError:
         with Timer(f"copy {archive.name} onto the share"):
-            run(["cp", str(archive), str(tmp)])
+            checked(["cp", str(archive), str(tmp)], "copy")
     tmp.replace(target)
 
 
@@ -217,8 +232,12 @@ def ensure_network() -> None:
 
 def wait_ready(machine: Machine, timeout: float = 120) -> str:
     """Wait for sshd and the host key made at first boot; return the host public key."""
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline, said = start + timeout, start
     while time.monotonic() < deadline:
+        if time.monotonic() - said >= progress.HEARTBEAT_S:
+            said = time.monotonic()
+            log(f"still waiting for {machine.name}'s sshd ({progress.elapsed(said - start)})")
         res = run(
             [
                 "docker",
@@ -313,13 +332,16 @@ def playbook(*extra: str, book: str = "site.yml") -> tuple[float, int, str]:
     argv = ["ansible-playbook", book, "-i", "inventories/lab", *extra]
     log(" ".join(argv))
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
+    lines: list[str] = []
+
+    def echo(line: str) -> None:
         sys.stdout.write(line)
+        sys.stdout.flush()
         lines.append(line)
-    rc = proc.wait()
+
+    # Ansible prints a task's result when every host is done with it: a heartbeat while one runs on
+    # (an image loaded on each machine, a benchmark step).
+    rc = progress.watch(argv, log, echo=echo, env=env, cwd=REPO)
     wall = time.monotonic() - start
     out = "".join(lines)
     if rc != 0:
@@ -428,7 +450,8 @@ def guide_code(artifacts: Path, source: Path | None, tag: str, checkout: str) ->
     wheels.mkdir(exist_ok=True)
     with Timer("download the guide's pip packages into the wheel directory in the artifact directory"):
         pins = [f"{name}=={version}" for name, version in GUIDE_PIP.items()]
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(wheels), *pins])
+        pip = [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "--no-deps", "--dest", str(wheels)]
+        checked([*pip, *pins], "pip")
     return {
         "horovod_pip_packages": [{"name": n, "version": v} for n, v in GUIDE_PIP.items()],
         "docker_horovod_pip_wheel_dir": f"{ARTIFACT_DIR}/wheels",

@@ -57,11 +57,16 @@ def watch(
     heartbeat: float = HEARTBEAT_S,
     env: Mapping[str, str] | None = None,
     stderr: int | None = subprocess.STDOUT,
+    echo: Callable[[str], None] | None = None,
+    cwd: Path | None = None,
+    stdin: int | None = None,
 ) -> int:
     """Run argv and return its exit status, telling ``say`` how far it is. Its output goes to
     log_file when given; what is shown is each new milestone (what ``milestone`` makes of a line)
     or, without one, every non-empty line; after ``heartbeat`` seconds with nothing shown,
-    ``still running`` with the milestone reached and the command's last line."""
+    ``still running`` with the milestone reached and the command's last line. With ``echo``, every
+    line goes to it unchanged as it comes (ansible-playbook's and Molecule's own output, kept as it
+    is) and ``say`` gets only the heartbeat."""
     start = time.monotonic()
     seen: set[str] = set()
     state = {"shown": start, "at": "", "last": ""}
@@ -77,6 +82,8 @@ def watch(
         stdout=subprocess.PIPE,
         stderr=stderr,
         env=None if env is None else dict(env),
+        cwd=cwd,
+        stdin=stdin,
         text=True,
         encoding="utf-8",
         errors="replace",
@@ -93,6 +100,11 @@ def watch(
             text = plain(line)
             if text:
                 state["last"] = text
+            if echo is not None:
+                with lock:
+                    echo(line)
+                    state["shown"] = time.monotonic()
+                continue
             if milestone is None:
                 if text:
                     show(shortened(text))

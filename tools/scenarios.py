@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+import progress  # tools/progress.py: how far a long command is
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK_RE = re.compile(r"^TASK \[")
 # "FAILED - RETRYING" lines are Ansible's retries (`until`), not failures.
@@ -110,25 +112,22 @@ def plain_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {**PLAIN_OUTPUT, **environ}
 
 
-def stream(argv: list[str], out: TextIO) -> int:
-    """Run argv in the repository, its output to the terminal and to `out`, line by line."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env=plain_env(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        errors="replace",
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
+def stream(argv: list[str], out: TextIO, heartbeat: float = progress.HEARTBEAT_S) -> int:
+    """Run argv in the repository, its output to the terminal and to `out`, line by line; while it
+    prints nothing (Ansible prints a task when every host is done with it: an image build or load, a
+    training run), a line on the terminal every `heartbeat` seconds with the last one it printed."""
+
+    def echo(line: str) -> None:
         sys.stdout.write(line)
         sys.stdout.flush()
         out.write(line)
         out.flush()
-    return proc.wait()
+
+    def say(text: str) -> None:
+        print(f"=== {text}", flush=True)
+
+    env = plain_env(os.environ)
+    return progress.watch(argv, say, echo=echo, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, heartbeat=heartbeat)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,3 +58,14 @@ def test_silences_are_listed_with_the_line_before_them():
 def test_a_command_that_talks_has_no_silence():
     rc, found = progress.silences(run_python("print('one')"), 5, io.StringIO())
     assert (rc, found) == (0, [])
+
+
+def test_echoed_lines_pass_unchanged_and_a_silence_still_gets_a_heartbeat():
+    echoed: list[str] = []
+    said: list[str] = []
+    code = "print('TASK [load the image] ***', flush=True)\ntime.sleep(1.3)\nprint('ok: [m1]', flush=True)\n"
+    assert progress.watch(run_python(code), said.append, echo=echoed.append, heartbeat=0.4) == 0
+    assert echoed == ["TASK [load the image] ***\n", "ok: [m1]\n"]
+    assert said and all(
+        re.fullmatch(r"still running; last output: TASK \[load the image\] \*\*\* \(\d+s\)", line) for line in said
+    )

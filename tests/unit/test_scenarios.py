@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import stat
+import sys
 
 import pytest
 import yaml
@@ -165,3 +166,15 @@ def test_each_release_keeps_its_own_log():
     assert scenarios.log_name("storage", {}) == "storage.log"
     assert scenarios.log_name("storage", {"MNH_DEBIAN": "bookworm"}) == "storage.log"
     assert scenarios.log_name("storage", {"MNH_DEBIAN": "trixie"}) == "storage-trixie.log"
+
+
+def test_a_silent_step_gets_a_heartbeat_on_the_terminal_not_in_the_log(capfd, tmp_path):
+    # Molecule prints a task when every host is done with it: the terminal hears from make test anyway.
+    code = "import time; print('TASK [Build the image] ***', flush=True); time.sleep(1.3); print('ok: [m1]')"
+    log = tmp_path / "scenario.log"
+    with log.open("w") as out:
+        assert scenarios.stream([sys.executable, "-c", code], out, heartbeat=0.4) == 0
+    shown = capfd.readouterr().out.splitlines()
+    assert shown[0] == "TASK [Build the image] ***" and shown[-1] == "ok: [m1]"
+    assert any(line.startswith("=== still running; last output: TASK [Build the image]") for line in shown[1:-1])
+    assert log.read_text() == "TASK [Build the image] ***\nok: [m1]\n"

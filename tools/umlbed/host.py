@@ -15,9 +15,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+import progress  # tools/progress.py (tools/ is on the path however umlbed runs): how far a long command is
 
 from . import debian
 
@@ -48,10 +51,37 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("MNH_UMLBED_STATE", "/var/lib/multinode-horovod/umlbed"))
 
 
+def step(line: str) -> str | None:
+    """What a line of debootstrap or apt-get says it does: its first word (``Retrieving``, ``Unpacking``,
+    ``Setting``), shown once; the rest of the lines go to the log and the heartbeat."""
+    text = progress.plain(line).removeprefix("I: ")
+    word = text.split(" ", 1)[0].rstrip(".:")
+    return word if word.isalpha() else None
+
+
+def watched(argv: Sequence[str], label: str, env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    """Run a long command (debootstrap, apt-get), saying how far it is (tools/progress.py): each new
+    kind of line it prints and, while it prints nothing new, its last line every HEARTBEAT_S seconds."""
+    with tempfile.TemporaryDirectory(prefix="umlbed-") as tmp:
+        log_file = Path(tmp) / "output.log"
+        rc = progress.watch(argv, lambda text: log(f"{label}: {text}"), log_file=log_file, milestone=step, env=env)
+        output = log_file.read_text(errors="replace")
+    return subprocess.CompletedProcess(list(argv), rc, stdout=output, stderr=output)
+
+
 def run(
-    argv: Sequence[str], *, check: bool = True, quiet: bool = False, env: dict[str, str] | None = None
+    argv: Sequence[str],
+    *,
+    check: bool = True,
+    quiet: bool = False,
+    env: dict[str, str] | None = None,
+    label: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run(list(argv), text=True, capture_output=True, env=env, check=False)
+    """Run argv, its output captured; with `label`, a long command whose progress is shown (watched)."""
+    if label is None:
+        res = subprocess.run(list(argv), text=True, capture_output=True, env=env, check=False)
+    else:
+        res = watched(argv, label, env)
     if check and res.returncode != 0:
         detail = (res.stderr or res.stdout).strip().splitlines()[-20:]
         raise BedError(f"{shlex.join(argv)} failed ({res.returncode}):\n" + "\n".join(detail))

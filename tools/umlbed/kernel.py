@@ -102,7 +102,7 @@ def fetch_kernel(kernel_root: Path) -> Kernel:
         )
         opts = apt_options(work)
         with timed(f"fetch {', '.join(KERNEL_PACKAGES)} from Debian {KERNEL_SUITE}"):
-            run(["apt-get", "-q", *opts, "update"])
+            run(["apt-get", "-q", *opts, "update"], label="apt-get update")
             res = subprocess.run(
                 ["apt-get", "-q", *opts, "download", *KERNEL_PACKAGES],
                 cwd=work / "debs",

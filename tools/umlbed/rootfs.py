@@ -200,7 +200,8 @@ def build_base(cache: Path, data: dict[str, object], digest: str, kernel: Kernel
                     debian.DEBIAN_SUITE,
                     str(root),
                     debian.DEBIAN_MIRROR,
-                ]
+                ],
+                label="debootstrap",
             )
         (root / "etc/apt/sources.list").write_text(
             f"deb {debian.DEBIAN_MIRROR} {debian.DEBIAN_SUITE} main\n"
@@ -230,7 +231,8 @@ def build_base(cache: Path, data: dict[str, object], digest: str, kernel: Kernel
                     "sh",
                     str(root),
                     script,
-                ]
+                ],
+                label="apt-get in the chroot",
             )
         with timed("configure the root filesystem"):
             policy.unlink()
