@@ -144,3 +144,88 @@ def test_the_module_fails_with_the_message_and_a_bad_mode(share: Path, tmp_path:
     out = module({"root": str(share), "path": "new", "mode": "rwx"})
     assert out["failed"] is True and "octal string" in out["msg"]
     assert master_untouched(share)
+
+
+# state=file: the benchmark's reports (playbooks/benchmark.yml) are written this way.
+
+
+def test_writes_a_file_and_then_changes_nothing(share: Path) -> None:
+    (share / "benchmarks" / "b-1").mkdir(parents=True)
+    first = m.run(str(share), "benchmarks/b-1/report.md", "file", 0o640, content=b"# one\n")
+    assert first == {"changed": True, "path": str(share / "benchmarks/b-1/report.md"), "written": True}
+    assert (share / "benchmarks" / "b-1" / "report.md").read_bytes() == b"# one\n"
+    assert oct((share / "benchmarks" / "b-1" / "report.md").stat().st_mode & 0o777) == oct(0o640)
+    again = m.run(str(share), "benchmarks/b-1/report.md", "file", 0o640, content=b"# one\n")
+    assert again["changed"] is False and again["written"] is False
+    # Another content, or another mode, is written again; no temporary name is left behind.
+    assert m.run(str(share), "benchmarks/b-1/report.md", "file", 0o640, content=b"# two\n")["changed"] is True
+    assert m.run(str(share), "benchmarks/b-1/report.md", "file", 0o644, content=b"# two\n")["changed"] is True
+    assert oct((share / "benchmarks" / "b-1" / "report.md").stat().st_mode & 0o777) == oct(0o644)
+    assert sorted(p.name for p in (share / "benchmarks" / "b-1").iterdir()) == ["report.md"]
+
+
+def test_check_mode_writes_no_file(share: Path) -> None:
+    (share / "benchmarks").mkdir()
+    out = m.run(str(share), "benchmarks/report.md", "file", check_mode=True, content=b"x")
+    assert out["changed"] is True and out["written"] is True
+    assert list((share / "benchmarks").iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["benchmarks", "benchmarks/b-1"])
+def test_a_link_on_the_way_to_a_file_is_never_written_through(share: Path, where: str) -> None:
+    # Root on a worker made a component a link to a root-only directory of the master (/root/.ssh, say).
+    master = share.parent / "master" / "runs" / "run-1"
+    (share / "benchmarks" / "b-1").mkdir(parents=True)
+    shutil.rmtree(share / where)
+    (share / where).symlink_to(master)
+    for state, extra in (("directory", {}), ("file", {"content": b"x"})):
+        path = "benchmarks/b-1" if state == "directory" else "benchmarks/b-1/keep"
+        with pytest.raises(m.PathError, match=rf"{share / where} is a symbolic link: nothing was"):
+            m.run(str(share), path, state, **extra)
+    assert master_untouched(share)
+    assert sorted(p.name for p in master.iterdir()) == ["keep"]
+
+
+def test_a_link_or_fifo_at_the_file_itself_is_refused_and_left(share: Path) -> None:
+    (share / "benchmarks").mkdir()
+    target = share.parent / "master" / "runs" / "run-1" / "keep"
+    (share / "benchmarks" / "report.md").symlink_to(target)
+    with pytest.raises(m.PathError, match=r"report\.md is a symbolic link: nothing was written through it"):
+        m.run(str(share), "benchmarks/report.md", "file", content=b"x")
+    assert os.path.islink(share / "benchmarks" / "report.md")
+    assert master_untouched(share)
+    os.mkfifo(share / "benchmarks" / "report.json")
+    with pytest.raises(m.PathError, match=r"report\.json is not a regular file"):
+        m.run(str(share), "benchmarks/report.json", "file", content=b"x")
+
+
+def test_a_file_needs_its_directory(share: Path) -> None:
+    with pytest.raises(m.PathError, match="benchmarks does not exist: create the directory first"):
+        m.run(str(share), "benchmarks/b-1/report.md", "file", content=b"x")
+    assert not (share / "benchmarks").exists()
+
+
+def test_the_module_writes_content_or_src(share: Path, tmp_path: Path) -> None:
+    (share / "benchmarks").mkdir()
+    (tmp_path / "plot.png").write_bytes(b"\x89PNG\x00\xff")
+
+    def module(args: dict) -> dict:
+        done = subprocess.run(
+            [sys.executable, str(REPO / "plugins/modules/share_path.py")],
+            input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return json.loads(done.stdout)
+
+    base = {"root": str(share), "state": "file"}
+    assert module({**base, "path": "benchmarks/report.png", "src": str(tmp_path / "plot.png")})["changed"] is True
+    assert (share / "benchmarks" / "report.png").read_bytes() == b"\x89PNG\x00\xff"
+    assert oct((share / "benchmarks" / "report.png").stat().st_mode & 0o777) == oct(0o644)
+    out = module({**base, "path": "benchmarks/report.md", "content": "# r\n", "mode": "0600"})
+    assert out["written"] is True and (share / "benchmarks" / "report.md").read_text() == "# r\n"
+    assert module({**base, "path": "benchmarks/report.md", "content": "# r\n", "mode": "0600"})["changed"] is False
+    assert module({**base, "path": "benchmarks/x"})["failed"] is True
+    out = module({**base, "path": "benchmarks/x", "content": "a", "src": str(tmp_path / "plot.png")})
+    assert out["failed"] is True and "mutually exclusive" in out["msg"]
