@@ -20,7 +20,7 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.defaults import SSH_KEY_FILE
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
-from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
 STEPS = ("link", "allreduce", "synthetic")
@@ -234,7 +234,22 @@ def plan(
     np = sum(int(h["slots"]) for h in hosts)
     steps = [step for step in STEPS if step in s["horovod_bench_steps"]]
     # What the ranks execute goes where only the master writes (the site's artifact directory).
-    script_dir = f"{strip_slash(artifact_dir or share_dir)}/benchmark"
+    script_root = str(strip_slash(artifact_dir or share_dir))
+    script_dir = f"{script_root}/benchmark"
+    # The master writes the reports walking down from the share's (or the artifact directory's) own
+    # directory without following a link (module share_path): root on a worker may have made any name on
+    # the share a link to a directory of the master's (SECURITY.md).
+    report_base = str(strip_slash(s["horovod_bench_dir"] or f"{strip_slash(share_dir)}/benchmarks"))
+    roots = sorted((r for r in (str(strip_slash(share_dir)), str(strip_slash(artifact_dir))) if r), key=len)
+    report_root = next((r for r in reversed(roots) if is_inside(report_base, r)), None)
+    if report_root is None:
+        return {
+            "problems": [
+                f"horovod_bench_dir: {report_base!r} is neither on the share ({share_dir}) nor in the artifact "
+                f"directory ({artifact_dir or 'none'}): give a directory below one of them, where the master "
+                "writes the reports without following a link."
+            ]
+        }
     fetch_root = s["horovod_bench_fetch_dir"] or os.path.join(cwd or os.getcwd(), "benchmarks")
     p: dict[str, Any] = {
         "problems": [],
@@ -244,9 +259,12 @@ def plan(
         "np": np,
         "hosts": names,
         "timeout": s["horovod_bench_timeout"],
-        "report_dir": f"{strip_slash(s['horovod_bench_dir'] or share_dir + '/benchmarks')}/{name}",
+        "report_dir": f"{report_base}/{name}",
+        "report_root": report_root,
+        "report_path": os.path.relpath(f"{report_base}/{name}", report_root),
         "fetch_dir": f"{strip_slash(fetch_root)}/{name}",
         "script_dir": script_dir,
+        "script_root": script_root,
         "sizes": [],
         "link": None,
         "runs": [],

@@ -158,12 +158,42 @@ def test_plan_names_runs_and_places_the_report():
     assert p["report_dir"] == "/data1/share/benchmarks/bench-20261202-080000"
     assert p["fetch_dir"] == "/home/me/benchmarks/bench-20261202-080000"
     assert p["script_dir"] == "/data1/artifacts/benchmark"
+    # What share_path walks down from, and the rest below it (never through a link).
+    assert (p["report_root"], p["report_path"]) == ("/data1/share", "benchmarks/bench-20261202-080000")
+    assert p["script_root"] == "/data1/artifacts"
     link = p["link"]
     assert link["local"] == "m" and link["hosts"]["w2"] == "10.0.0.3" and len(link["pairs"]) == 4
     assert (link["port"], link["seconds"], link["streams"]) == (5201, 5, 4)
     assert link["ssh_argv"][:5] == ["ssh", "-p", "12345", "-i", "/root/.ssh/id_ed25519"]
     assert "StrictHostKeyChecking=yes" in link["ssh_argv"]
     assert p["lines"][0].startswith("link: iperf3") and p["lines"][1].startswith("allreduce: float32 sum on 3")
+
+
+@pytest.mark.parametrize(
+    ("bench_dir", "root", "path"),
+    [
+        ("/data1/share/a/b/", "/data1/share", "a/b/mine"),
+        ("/data1/artifacts/reports", "/data1/artifacts", "reports/mine"),
+        ("/data1/share", "/data1/share", "mine"),
+    ],
+)
+def test_the_reports_are_walked_to_from_the_share_or_the_artifact_directory(bench_dir, root, path):
+    p = make_plan({"horovod_bench_dir": bench_dir, "horovod_bench_name": "mine"})
+    assert (p["report_root"], p["report_path"]) == (root, path)
+    # An artifact directory below the share: the deeper of the two is the root.
+    p = make_plan(
+        {"horovod_bench_dir": "/s/art/x", "horovod_bench_name": "mine"}, share_dir="/s", artifact_dir="/s/art"
+    )
+    assert (p["report_root"], p["report_path"]) == ("/s/art", "x/mine")
+
+
+@pytest.mark.parametrize("bench_dir", ["/root/reports", "/data1/shared", "/data1"])
+def test_a_report_directory_outside_the_share_and_the_artifact_directory_is_refused(bench_dir):
+    assert make_plan({"horovod_bench_dir": bench_dir})["problems"] == [
+        f"horovod_bench_dir: {bench_dir!r} is neither on the share (/data1/share) nor in the artifact directory "
+        "(/data1/artifacts): give a directory below one of them, where the master writes the reports without "
+        "following a link."
+    ]
 
 
 def test_plan_with_only_the_link_or_one_host():
