@@ -62,7 +62,8 @@ def settings(
     ssh_port: Any,
 ) -> dict[str, Any]:
     """The settings from every ``horovod_tensorboard_*`` variable given (None: the default) and the site's
-    values: ``logdir`` (and ``logdir_from``, the variable it comes from), ``port``, ``state``, ``run_name``,
+    values: ``logdir`` (and ``logdir_from``, the variable it comes from, and ``logdir_root``, where the helper
+    walks down to it from without following a link), ``port``, ``state``, ``run_name``,
     ``runs_dir``, the helper's ``marker`` and ``log_file``, and ``problems``, each naming the variable and
     the fix."""
     problems = [
@@ -86,8 +87,24 @@ def settings(
     logdir, source = _logdir(value["horovod_tensorboard_logdir"], runs_dir, str(run_name or ""))
     if source == "horovod_tensorboard_logdir":
         problems.extend(_logdir_problems(logdir, str(share_dir), str(artifact_dir)))
-    return {"logdir": logdir, "logdir_from": source, "port": port, "state": state, "run_name": str(run_name or ""),
-            "runs_dir": str(runs_dir), "marker": MARKER, "log_file": LOG_FILE, "problems": problems}  # fmt: skip
+    root = _logdir_root(logdir, share_dir, artifact_dir, runs_dir)
+    return {"logdir": logdir, "logdir_from": source, "logdir_root": root, "port": port, "state": state,
+            "run_name": str(run_name or ""), "runs_dir": str(runs_dir), "marker": MARKER, "log_file": LOG_FILE,
+            "problems": problems}  # fmt: skip
+
+
+def _logdir_root(logdir: Any, share_dir: Any, artifact_dir: Any, runs_dir: Any) -> str:
+    """The directory the helper walks down from to the log directory, no component below it followed when
+    it is a link: the deepest of the share and the artifact directory that holds it (trusted, the master's
+    own), else the runs directory (the master's, outside both); "" when none holds it."""
+    roots = [str(strip_slash(r)) for r in (share_dir, artifact_dir) if r]
+    if not isinstance(logdir, str):
+        return ""
+    inside = sorted((r for r in roots if is_inside(logdir, r)), key=len)
+    if inside:
+        return inside[-1]
+    runs = str(strip_slash(runs_dir or ""))
+    return runs if runs and is_inside(logdir, runs) else ""
 
 
 def _logdir(given: Any, runs_dir: str, run_name: str) -> tuple[Any, str]:
@@ -170,8 +187,14 @@ def _read_problems(given: Mapping[str, Any], read: Mapping[str, Any], container:
             where = f"horovod_launch_runs_dir: {logdir} is {kind} in the master's container (no run started yet?)."
         else:
             where = f"horovod_tensorboard_logdir: {logdir} is {kind} in the master's container."
+        at = read.get("logdir_at")
+        if at and at != logdir:
+            where += f" ({at} is {kind}.)"
         if kind == "link":
-            where += " A link on the share may be one that root on a worker planted; give the directory itself."
+            where += (
+                " A link on the share may be one that root on a worker planted: no component of the log directory"
+                " may be a link; give the directory itself."
+            )
         problems.append(where)
     return problems
 

@@ -63,20 +63,47 @@ def test_read_lists_the_processes_with_the_marker_and_never_itself(procs, tmp_pa
     marked = procs("-X", tb.MARKER, "-c", SLEEP)
     procs("-c", SLEEP)
     args = args_of(marked.pid)
-    found = run_helper("read", tb.MARKER, str(tmp_path), "1", str(tmp_path / "no.log"))
+    found = run_helper("read", tb.MARKER, str(tmp_path), str(tmp_path), "1", str(tmp_path / "no.log"))
     # The helper's own command line holds the marker too (an argument): it is not listed.
     assert [p for p in found["processes"] if p["pid"] == marked.pid] == [{"pid": marked.pid, "args": args}]
     assert all(p["args"][:2] != [sys.executable, "-c"] or SOURCE not in p["args"] for p in found["processes"])
-    assert found["logdir"] == "directory"
-    assert set(found) == {"tensorboard", "processes", "logdir", "port_free", "log"}
+    assert (found["logdir"], found["logdir_at"]) == ("directory", None)
+    assert set(found) == {"tensorboard", "processes", "logdir", "logdir_at", "port_free", "log"}
 
 
 def test_the_log_directory_is_looked_at_without_following_a_link(tmp_path):
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "dir")
-    kinds = {name: helper.kind(str(tmp_path / name)) for name in ("dir", "file", "link", "missing", "file/below")}
-    assert kinds == {"dir": "directory", "file": "other", "link": "link", "missing": "missing", "file/below": "missing"}
+    names = ("dir", "file", "link", "missing", "file/below")
+    kinds = {name: helper.kind(str(tmp_path), str(tmp_path / name)) for name in names}
+    assert kinds == {
+        "dir": ("directory", None),
+        "file": ("other", str(tmp_path / "file")),
+        "link": ("link", str(tmp_path / "link")),
+        "missing": ("missing", str(tmp_path / "missing")),
+        "file/below": ("other", str(tmp_path / "file")),
+    }
+    # Outside the root (or without one) only the last component is looked at, as before.
+    assert helper.kind("", str(tmp_path / "link")) == ("link", str(tmp_path / "link"))
+    assert helper.kind(str(tmp_path / "dir"), str(tmp_path / "dir")) == ("directory", None)
+
+
+@pytest.mark.parametrize("where", ["tb", "tb/runs", "tb/runs/one"])
+def test_a_link_at_any_component_below_the_root_is_found_and_named(tmp_path, where):
+    # Root on a worker made one component of the log directory a link (to a directory of the master's).
+    share, master = tmp_path / "share", tmp_path / "master"
+    (share / "tb" / "runs" / "one").mkdir(parents=True)
+    (master / "runs" / "one").mkdir(parents=True)
+    target = share / where
+    for inside in sorted(target.rglob("*"), reverse=True):
+        inside.rmdir()
+    target.rmdir()
+    target.symlink_to(master / "/".join(["runs", "one"][: where.count("/")]) if where != "tb" else master)
+    # The last component alone (the old check) sees a directory when the link is higher up.
+    assert os.path.isdir(share / "tb" / "runs" / "one")
+    found = run_helper("read", tb.MARKER, str(share), str(share / "tb/runs/one"), "1", str(tmp_path / "no.log"))
+    assert (found["logdir"], found["logdir_at"]) == ("link", str(target))
 
 
 def test_a_port_another_program_listens_on_is_not_free():

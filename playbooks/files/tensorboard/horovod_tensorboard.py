@@ -4,10 +4,13 @@
 
 Run in the master's container as ``python3 -c CODE COMMAND ...`` (docker exec):
 
-* ``read MARKER LOGDIR PORT LOG``: TensorBoard's version (or why python3 cannot import it); the processes
-  whose command line holds MARKER (pid and argv; this program and its parents left out); what LOGDIR is
-  (``directory``, ``missing``, ``link``, ``other`` or ``unreadable``, looked at without following a link
-  there); whether 127.0.0.1:PORT is free to listen on; the last lines of LOG, TensorBoard's output;
+* ``read MARKER ROOT LOGDIR PORT LOG``: TensorBoard's version (or why python3 cannot import it); the
+  processes whose command line holds MARKER (pid and argv; this program and its parents left out); what
+  LOGDIR is (``directory``, ``missing``, ``link``, ``other`` or ``unreadable``) and, when it is no
+  directory, the component that decided it (``logdir_at``): every component below ROOT (the share's or the
+  artifact directory's own directory, trusted) is looked at without following a link, by file descriptor,
+  so a link that root on a worker made of any of them is found; whether 127.0.0.1:PORT is free to listen
+  on; the last lines of LOG, TensorBoard's output;
 * ``stop GRACE PROCESSES``: SIGTERM to each ``{pid, args}`` of the JSON list PROCESSES whose command line
   is still exactly ``args`` (a pid that another process took since is left alone), SIGKILL to those left
   after GRACE seconds; says which were stopped, killed, already gone, and left.
@@ -23,7 +26,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Dict, List, Optional, Set  # Python 3.6: no PEP 585/604 forms
+from typing import Dict, List, Optional, Set, Tuple  # Python 3.6: no PEP 585/604 forms
 
 TICK = 0.2
 LOG_LINES = 20
@@ -77,10 +80,13 @@ def tensorboard() -> Dict[str, Optional[str]]:
         return {"version": None, "error": f"{type(error).__name__}: {error}"}
 
 
-def kind(path: str) -> str:
-    """What is at `path`, the last component not followed when it is a link."""
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NOCTTY
+
+
+def _kind_at(dir_fd: int, name: str, last: bool) -> str:
+    """What `name` in `dir_fd` is, not followed when it is a link."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
@@ -89,7 +95,40 @@ def kind(path: str) -> str:
         return "link"
     if not stat.S_ISDIR(mode):
         return "other"
-    return "directory" if os.access(path, os.R_OK | os.X_OK) else "unreadable"  # novermin
+    if last and not os.access(name, os.R_OK | os.X_OK, dir_fd=dir_fd):  # novermin
+        return "unreadable"
+    return "directory"
+
+
+def kind(root: str, path: str) -> Tuple[str, Optional[str]]:
+    """What `path` is, and the component that decided it when it is no directory: every component below
+    `root` looked at in the one before, opened without following a link (`root` itself is trusted; a
+    `path` outside it is looked at by its last component only)."""
+    inside = root and (path == root or path.startswith(root.rstrip("/") + "/"))
+    start, rest = (root, path[len(root) :]) if inside else (os.path.dirname(path), os.path.basename(path))
+    names = [name for name in rest.split("/") if name]
+    try:
+        fd = os.open(start or "/", os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing", start
+    except OSError:
+        return "unreadable", start
+    try:
+        for index, name in enumerate(names):
+            here = os.path.join(start, *names[: index + 1])
+            found = _kind_at(fd, name, index == len(names) - 1)
+            if found != "directory":
+                return found, here
+            if index < len(names) - 1:
+                try:
+                    child = os.open(name, DIR_FLAGS, dir_fd=fd)
+                except OSError:  # replaced since it was looked at
+                    return "unreadable", here
+                os.close(fd)
+                fd = child
+        return "directory", None
+    finally:
+        os.close(fd)
 
 
 def port_free(port: int) -> bool:
@@ -108,11 +147,13 @@ def log_tail(path: str) -> List[str]:
     return [line for line in text.splitlines() if line.strip()][-LOG_LINES:]
 
 
-def read(marker: str, logdir: str, port: int, log: str) -> Dict[str, object]:
+def read(marker: str, root: str, logdir: str, port: int, log: str) -> Dict[str, object]:
+    logdir_kind, logdir_at = kind(root, logdir)
     return {
         "tensorboard": tensorboard(),
         "processes": processes(marker),
-        "logdir": kind(logdir),
+        "logdir": logdir_kind,
+        "logdir_at": logdir_at,
         "port_free": port_free(port),
         "log": log_tail(log),
     }
@@ -150,9 +191,9 @@ def stop(grace: float, targets: List[Dict[str, object]]) -> Dict[str, object]:
 
 
 def main(argv: List[str]) -> int:
-    usage = "usage: horovod_tensorboard.py read MARKER LOGDIR PORT LOG | stop GRACE PROCESSES_JSON"
-    if len(argv) == 5 and argv[0] == "read":
-        result: Dict[str, object] = read(argv[1], argv[2], int(argv[3]), argv[4])
+    usage = "usage: horovod_tensorboard.py read MARKER ROOT LOGDIR PORT LOG | stop GRACE PROCESSES_JSON"
+    if len(argv) == 6 and argv[0] == "read":
+        result: Dict[str, object] = read(argv[1], argv[2], argv[3], int(argv[4]), argv[5])
     elif len(argv) == 3 and argv[0] == "stop":
         result = stop(float(argv[1]), json.loads(argv[2]))
     else:

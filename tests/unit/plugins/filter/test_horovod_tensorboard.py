@@ -237,6 +237,30 @@ def test_a_log_directory_that_is_not_one_stops_the_play(given, kind, problem):
     assert len(problems) == 1 and problem.lower() in problems[0].lower(), problems
 
 
+@pytest.mark.parametrize(
+    ("given", "site", "root"),
+    [
+        ({}, {}, "/data1/artifacts"),
+        ({"horovod_tensorboard_logdir": "/data1/share/tb/x"}, {}, "/data1/share"),
+        ({"horovod_tensorboard_logdir": "/s/art/tb"}, {"share_dir": "/s", "artifact_dir": "/s/art/"}, "/s/art"),
+        ({}, {"runs_dir": "/srv/runs"}, "/srv/runs"),
+        ({}, {"runs_dir": "/data1/share/runs", "artifact_dir": ""}, "/data1/share"),
+    ],
+)
+def test_the_log_directory_is_walked_to_from_the_share_the_artifact_or_the_runs_directory(given, site, root):
+    assert settings(given, **site)["logdir_root"] == root
+
+
+def test_a_link_above_the_log_directory_is_named():
+    found = dict(read(logdir="link"), logdir_at="/data1/share/tb")
+    problems = plan({"horovod_tensorboard_logdir": "/data1/share/tb/runs/one"}, found=found)["problems"]
+    assert problems == [
+        "horovod_tensorboard_logdir: /data1/share/tb/runs/one is link in the master's container. "
+        "(/data1/share/tb is link.) A link on the share may be one that root on a worker planted: no component "
+        "of the log directory may be a link; give the directory itself."
+    ]
+
+
 def test_a_missing_run_is_named_with_where_the_runs_are():
     found = tb.plan(settings(run_name="resnet50"), read(logdir="missing"), MASTER, "horovod")
     assert found["problems"] == [
