@@ -37,9 +37,11 @@ def cluster_gate(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any
     return []
 
 
-def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The hosts as the roles take them: name, the address other nodes use, and slots."""
-    return cluster.nodes(names, hostvars)
+def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any], judged: Any = None) -> list[dict[str, Any]]:
+    """The hosts as the roles take them: name, the address other nodes use, and slots; `judged`, the gate's
+    (``__horovod_gate.nodes``): the addresses and horovod_slots it judged, which no fact a node returns
+    overrides."""
+    return cluster.nodes(names, hostvars, judged)
 
 
 def cluster_roles(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any], host: str) -> list[str]:

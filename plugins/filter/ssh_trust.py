@@ -13,7 +13,6 @@ The OpenSSH text formats (key and known_hosts lines) are plugins/module_utils/ss
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -23,6 +22,12 @@ from ansible_collections.multinode.horovod.plugins.module_utils.ssh_keys import 
     known_host,
     own_keys,
     pinned_for,
+)
+from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import (
+    pinned_keys,
+    public_key,
+    ssh_row,
+    ssh_trust_read,
 )
 
 READ = "__ssh_trust_read"
@@ -35,9 +40,10 @@ Nodes = Sequence[Mapping[str, Any]]
 
 
 def _read(hostvars: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    """What the node `name` read in this run; None when --limit left it out."""
+    """What the node `name` read in this run, through the boundary (worker_reports.ssh_trust_read: its
+    root controls the module's result); None when --limit left it out."""
     read = (hostvars.get(name) or {}).get(READ)
-    return read if isinstance(read, Mapping) and "host_keys" in read else None
+    return ssh_trust_read(name, read) if isinstance(read, Mapping) and "host_keys" in read else None
 
 
 def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any, master: str) -> dict[str, list[str]]:
@@ -58,7 +64,7 @@ def pins(hostvars: Mapping[str, Any], nodes: Nodes, port: Any, master: str) -> d
     known, changed = {}, []
     for node in nodes:
         name, address, read = str(node["name"]), str(node["address"]), reads[str(node["name"])]
-        known[name] = list(read["host_keys"]) if read else pinned_for(master_pins, name, address)
+        known[name] = list(read["host_keys"]) if read else pinned_keys(master, pinned_for(master_pins, name, address))
         if read and key_changed(pinned_for(every_pin, name, address), read["host_keys"]):
             changed.append(name)
     return {
@@ -80,9 +86,9 @@ def wanted_keys(hostvars: Mapping[str, Any], owners: Sequence[str], marker: str)
     authorise on every node. A node whose key does not exist (yet, in check mode) gives none."""
     out = []
     for name in owners:
-        line = f"{((hostvars.get(name) or {}).get(KEYPAIR) or {}).get('public_key', '')} {marker}:{name}"
-        if line.startswith("ssh-"):
-            out.append(line)
+        key = public_key(name, ((hostvars.get(name) or {}).get(KEYPAIR) or {}).get("public_key", ""))
+        if key.startswith("ssh-"):
+            out.append(f"{key} {marker}:{name}")
     return out
 
 
@@ -97,13 +103,10 @@ def stale_keys(authorized_lines: Sequence[str], wanted: Sequence[str], marker: s
     return [line for line in ours if not kept.search(line)]
 
 
-def _row(hostvars: Mapping[str, Any], source: str) -> dict[str, str]:
-    """``{target: "ok" or ssh's error}`` of the node's run of the matrix; {} when it did not run."""
-    try:
-        row = json.loads(((hostvars.get(source) or {}).get(ROW) or {}).get("stdout") or "{}")
-    except ValueError:
-        return {}
-    return {str(k): str(v) for k, v in row.items()} if isinstance(row, dict) else {}
+def _row(hostvars: Mapping[str, Any], source: str, names: Sequence[str]) -> dict[str, str]:
+    """``{target: "ok" or ssh's error}`` of the node's run of the matrix, through the boundary
+    (worker_reports.ssh_row); {} when it did not run."""
+    return ssh_row(source, ((hostvars.get(source) or {}).get(ROW) or {}).get("stdout"), names)
 
 
 def matrix(hostvars: Mapping[str, Any], names: Sequence[str], sources: Sequence[str], port: Any) -> dict[str, Any]:
@@ -111,7 +114,7 @@ def matrix(hostvars: Mapping[str, Any], names: Sequence[str], sources: Sequence[
     ["source -> target: error", ...]}`` for every pair that did not log in; ``lines``, the printed matrix
     (a title, the node names, then per node ``ok``, ``FAILED`` or ``-`` for no result per target and a
     note on nodes without a key), then every failure."""
-    rows = {source: _row(hostvars, source) for source in sources}
+    rows = {source: _row(hostvars, source, names) for source in sources}
     failures = {
         source: [f"{source} -> {t}: {rows[source].get(t, NOT_RUN)}" for t in names if rows[source].get(t) != "ok"]
         for source in sources

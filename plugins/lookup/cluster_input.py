@@ -55,7 +55,10 @@ from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster
 
 def cluster_input(variables: dict[str, Any], name: str, node_ips: Any = None) -> Any:
     """The value of role variable or setting `name` on the host of `variables`."""
-    site = cluster.Site(variables["groups"], variables["hostvars"], node_ips=node_ips)
+    # The gate's judged addresses and slots, from this host's own copy (a set_fact, which no fact a node
+    # returns can outrank).
+    judged = (variables.get(cluster.GATE_FACT) or {}).get("nodes")
+    site = cluster.Site(variables["groups"], variables["hostvars"], node_ips=node_ips, judged=judged)
     host = variables["inventory_hostname"]
     if name in cluster.BY_NAME:
         return site.settings(host)[name]

@@ -22,6 +22,11 @@ from ansible_collections.multinode.horovod.plugins.module_utils.controller_ssh i
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import failed_rank
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, strip_slash
+from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import (
+    INTERFACE_SHAPE,
+    is_interface_name,
+    nccl_answer,
+)
 
 # The run's environment (horovod_launch_env, which may hold secrets) lives outside the share, readable by
 # root only, in every node's container at this path while the run lasts: the launch script copies the
@@ -329,6 +334,11 @@ def horovodrun_argv(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> list
         argv += ["-i", str(run["identity_file"])]
     argv += ["--start-timeout", str(run["start_timeout"]), f"--{the_plan['definition']['controller']}"]
     nics = [str(nic) for nic in run["nics"] or []]
+    # Horovod puts the interfaces unquoted into a command it runs with shell=True (NCCL_SOCKET_IFNAME=...
+    # in gloo_run): only names that cannot mean anything to a shell reach it, whoever reported them.
+    bad = [nic for nic in nics if not is_interface_name(nic)]
+    if bad:
+        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; horovodrun is not run with it")
     argv += _nic_options(found, nics)
     if np > 1 and run["dir"]:
         argv += ["--output-filename", run["dir"]]
@@ -393,6 +403,7 @@ def nccl_network(answer: Mapping[str, Any], hosts: Sequence[str] = ()) -> dict[s
     horovodrun printed): ``network`` (the one NCCL named, or ""), ``problem`` ("" when NCCL used a
     network other than sockets on every rank), ``line`` to show, and ``excerpt``, the doctor's lines (a
     heading, then NCCL's lines or the end of the output)."""
+    answer = nccl_answer(answer)
     lines = [str(line) for line in answer.get("lines") or []]
     networks = [m["network"] for m in (NCCL_NETWORK_RE.search(line) for line in lines) if m]
     between = f"between {', '.join(map(str, hosts))}" if hosts else "between the hosts"

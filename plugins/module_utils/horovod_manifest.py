@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.multinode.horovod.plugins.module_utils import worker_reports
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import plain, run_status
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import check_build, host_probes
 
@@ -56,6 +57,8 @@ def manifest(
     inventory name), ``image_ids`` (each other node's image, by name), ``code_version`` and ``written`` (the
     time, ISO 8601)."""
     images = {**(given.get("image_ids") or {}), str(given["master"]): fact["image"]}
+    # Every node's part of the survey through the boundary first: its packages go into the manifest.
+    survey = worker_reports.survey(survey, given["hosts"], str(given["master"]))
     nodes = host_probes(survey, given["hosts"], str(given["master"]))
     # The preflight refuses a run whose check-build it cannot read, so this one has it.
     build = check_build((survey.get("check_build") or {}).get("stdout"))
@@ -123,7 +126,8 @@ def line(m: Mapping[str, Any] | None) -> str:
 def runs_status(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The runs of horovod_run.py's ``status`` as horovod_launch.run_status gives them, each with ``lines``:
     its summary and, when it has a manifest, the manifest's line below it."""
-    out = run_status(runs)
+    # Read from the runs' directories on the share, where a worker's root can write: the boundary first.
+    out = run_status(worker_reports.run_status(runs))
     for item in out:
         described = line(item.get("manifest"))
         item["lines"] = [item["summary"], *([f"    {described}"] if described else [])]

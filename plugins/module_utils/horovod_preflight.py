@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible.module_utils.common.text.formatters import bytes_to_human
-from ansible_collections.multinode.horovod.plugins.module_utils import jobs
+from ansible_collections.multinode.horovod.plugins.module_utils import jobs, worker_reports
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import release_problems
 
 # What the role passes in (tasks/checks.yml); every key is required.
@@ -632,6 +632,8 @@ def preflight(
         raise ValueError(f"settings lack {', '.join(missing)}")
     if not isinstance(report, Mapping) or "local" not in report:
         raise ValueError("expects the report of files/horovod_probe.py")
+    # Every node's answer through the boundary first: nothing a worker reported is judged unchecked.
+    report = worker_reports.survey(report, hosts, me)
     plan = settings["plan"]
     fact: dict[str, Any] = {
         "horovod_version": "",
@@ -711,6 +713,7 @@ def doctor(
     """What makes a run hang or fail to start, from the probe's report with its TCP matrix: ``causes``, the
     most likely first (the preflight's own rules, in DOCTOR_ORDER; an unreachable host before all), and
     ``lines`` to show."""
+    report = worker_reports.survey(report, hosts, me)
     first = _unreachable(report, me, settings)
     nodes = host_probes(report, hosts, me) if not first else []
     rules = _rule_settings(report, hosts, settings)

@@ -23,6 +23,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import positive, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import strip_slash
 from ansible_collections.multinode.horovod.plugins.module_utils.values import switch
+from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import gpu_count
 from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master", "horovod_workers"
@@ -128,8 +129,49 @@ def settings_of(host_vars: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def address_of(name: str, host_vars: Mapping[str, Any]) -> str:
-    """The address the other nodes reach a node at."""
+# The gate's report, which validate_inventory.yml sets on every host with set_fact before any module ran
+# on a node: its ``nodes`` are the per-host values the gate judged ({name: {address, slots}}).
+GATE_FACT = "__horovod_gate"
+# A node's module result may carry ansible_facts, which its root chooses; Ansible injects them as variables
+# above the inventory's (host facts outrank inventory host_vars). These decide what every other node
+# trusts (the NFS clients, sshd's from=, horovodrun's -H): read from the gate's judgement, never from there.
+JUDGED = ("horovod_node_address", "horovod_slots", "ansible_host")
+Judged = Mapping[str, Mapping[str, Any]]
+
+
+def from_facts(host_vars: Mapping[str, Any]) -> list[str]:
+    """The JUDGED variables of a host that a fact it returned sets (its ``ansible_facts`` holds them)."""
+    facts = host_vars.get("ansible_facts")
+    return [name for name in JUDGED if isinstance(facts, Mapping) and name in facts]
+
+
+def _inventory_only(name: str, host_vars: Mapping[str, Any]) -> None:
+    forged = from_facts(host_vars)
+    if forged:
+        raise ValueError(
+            f"{name}: {forged[0]} is set by a fact the node returned (ansible_facts of a module result on it), "
+            "which Ansible puts above the inventory's value. A node never chooses its own address or slots: "
+            "check that node, clear the fact cache (ansible-playbook --flush-cache), and run the playbook "
+            "through its gate (playbooks/gate.yml), which records the inventory's values first"
+        )
+
+
+def judged_nodes(names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{name: {address, slots}}: each node's address and horovod_slots (None: not set) as the inventory gives
+    them, what the gate judges and publishes for every later play."""
+    out = {}
+    for name in names:
+        host = hostvars[name]
+        _inventory_only(name, host)
+        out[name] = {"address": address_of(name, host), "slots": positive(host.get("horovod_slots"))}
+    return out
+
+
+def address_of(name: str, host_vars: Mapping[str, Any], judged: Judged | None = None) -> str:
+    """The address the other nodes reach a node at: the gate's judgement when there is one."""
+    if judged and name in judged:
+        return str(judged[name]["address"])
+    _inventory_only(name, host_vars)
     return str(host_vars.get("horovod_node_address") or host_vars.get("ansible_host") or name)
 
 
@@ -162,8 +204,9 @@ class Site:
         hostvars: Mapping[str, Mapping[str, Any]],
         settings: Mapping[str, Mapping[str, Any]] | None = None,
         node_ips: Mapping[str, Sequence[str]] | None = None,
+        judged: Judged | None = None,
     ) -> None:
-        self.groups, self.hostvars, self.node_ips = groups, hostvars, node_ips
+        self.groups, self.hostvars, self.node_ips, self.judged = groups, hostvars, node_ips, judged
         self._settings: dict[str, Mapping[str, Any]] = dict(settings or {})
 
     @cached_property
@@ -179,7 +222,7 @@ class Site:
     @cached_property
     def nodes(self) -> list[dict[str, Any]]:
         """[{name, address, slots}]: slots from horovod_slots, else the GPUs the probe found, else 1."""
-        return nodes(self.names, self.hostvars)
+        return nodes(self.names, self.hostvars, self.judged)
 
     def settings(self, host: str) -> Mapping[str, Any]:
         if host not in self._settings:
@@ -187,23 +230,33 @@ class Site:
         return self._settings[host]
 
     def address(self, node: str) -> str:
-        return address_of(node, self.hostvars[node])
+        return address_of(node, self.hostvars[node], self.judged)
 
     def ips(self, node: str) -> list[str] | None:
         """The node's IPv4 addresses, None when they are not known here."""
         if self.node_ips is not None:
             return list(self.node_ips.get(node, []))
-        address = address_of(node, self.hostvars[node])
+        address = address_of(node, self.hostvars[node], self.judged)
         return [address] if _is_ipv4(address) else None
 
 
-def nodes(names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The hosts as the roles take them: name, the address the other nodes use, and slots."""
+def nodes(
+    names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]], judged: Judged | None = None
+) -> list[dict[str, Any]]:
+    """The hosts as the roles take them: name, the address the other nodes use, and slots (horovod_slots,
+    else the GPUs the node reported, through the boundary, else 1). With `judged` (the gate's), address and
+    horovod_slots are the gate's; without it, a value a node's own facts set is refused."""
     out = []
     for name in names:
         host = hostvars[name]
-        slots = positive(host.get("horovod_slots")) or positive(host.get("docker_horovod_gpu_count")) or 1
-        out.append({"name": name, "address": address_of(name, host), "slots": slots})
+        if judged and name in judged:
+            given = judged[name]["slots"]
+        else:
+            _inventory_only(name, host)
+            given = positive(host.get("horovod_slots"))
+        gpus = host.get("docker_horovod_gpu_count")
+        found = positive(gpu_count(name, gpus)) if gpus not in (None, "") else None
+        out.append({"name": name, "address": address_of(name, host, judged), "slots": given or found or 1})
     return out
 
 

@@ -105,9 +105,11 @@ class Report:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     inputs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # {node: {address, slots}}: the per-host values judged, which every later play reads (cluster.GATE_FACT).
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, list[str]]:
-        return {"errors": self.errors, "warnings": self.warnings}
+    def as_dict(self) -> dict[str, Any]:
+        return {"errors": self.errors, "warnings": self.warnings, "nodes": self.nodes}
 
 
 def known_names() -> set[str]:
@@ -379,6 +381,7 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     """Everything wrong with the inventory, each with its fix."""
     report = Report()
     members = [name for group in OUR_GROUPS for name in groups.get(group, [])]
+    report.errors.extend(_facts(dict.fromkeys(members), hostvars))
     hostvars = snapshot(dict.fromkeys(members), hostvars, report)
     nodes = _structure(groups, hostvars, report)
     if not nodes:
@@ -392,6 +395,8 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
 
     layout = {GROUP_MASTER: [master], GROUP_WORKERS: [name for name in nodes if name != master]}
     site = cluster.Site(layout, hostvars, settings=per_host)
+    if not any(error.startswith(FACTS_ERROR) for error in report.errors):
+        report.nodes = cluster.judged_nodes(nodes, hostvars)
     mapped = report.inputs = {name: cluster.role_inputs(site, name) for name in nodes}
     addresses = {name: (cluster.address_of(name, hostvars[name]), address_variable(hostvars[name])) for name in nodes}
     seen: dict[str, list[str]] = {}
@@ -410,6 +415,27 @@ def check(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any]) -> R
     report.warnings.extend(_writable_artifacts(nodes, hostvars, per_host))
     report.warnings.extend(_opt_ins(nodes, hostvars))
     return report
+
+
+FACTS_ERROR = "A fact a node returned sets "
+
+
+def _facts(names: Iterable[str], hostvars: Mapping[str, Any]) -> list[str]:
+    """Nodes whose own facts (a module result's ansible_facts, kept in a fact cache) set the address or
+    slots: Ansible puts them above the inventory's values, so the gate would judge what the node chose."""
+    out = []
+    for name in names:
+        try:
+            forged = cluster.from_facts(hostvars[name])
+        except Exception:  # a host whose variables cannot be read yet: snapshot() and the rules judge it
+            continue
+        if forged:
+            out.append(
+                f"{FACTS_ERROR}{', '.join(forged)} on {name} (its ansible_facts), above the inventory's value. A node "
+                "never chooses its own address or slots: check that node and clear the fact cache "
+                "(ansible-playbook --flush-cache)."
+            )
+    return out
 
 
 def _role_problems(

@@ -24,6 +24,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils.jobs import inva
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, switch
+from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import INTERFACE_SHAPE, is_interface_name
 
 Problems = list[tuple[str, str]]
 
@@ -33,7 +34,6 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 RUN_NAME_MAX = 100
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTPEkmgtpe]?B?")
-NIC_RE = re.compile(r"[A-Za-z0-9_.:@-]+")
 CONTROLLERS = ("gloo", "mpi")
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet")
 MAX_PORT = 65535
@@ -667,12 +667,12 @@ def _extra_args(inputs: Mapping[str, Any]) -> Problems:
 def _interfaces(inputs: Mapping[str, Any]) -> Problems:
     out, nics = _list(inputs, f"{P}network_interfaces", "[eth0, ib0]")
     for nic in nics or []:
-        if not (isinstance(nic, str) and NIC_RE.fullmatch(nic)):
+        if not is_interface_name(nic):
             out.append(
                 (
                     f"{P}network_interfaces",
-                    f"{nic!r} is not an interface name; list names such as eth0 or ib0 (letters, digits, '_', '.', "
-                    "':', '@', '-'), or leave it empty to use the interface that holds each host's address",
+                    f"{nic!r} is not {INTERFACE_SHAPE}; list such names, or leave it empty to use the interface "
+                    "that holds each host's address",
                 )
             )
     more, frameworks = _list(inputs, f"{P}required_frameworks", "[pytorch]")

@@ -232,7 +232,7 @@ def test_bad_host_keys_name_every_node_and_file_and_skip_nodes_not_read(tmp_path
     [
         "[node-b]:12345 ssh-ed25519",  # no blob: the line as a whole would have been the key
         "[node-b]:12345,* ssh-foo AAAA",
-        "[node-b]:12345 ssh-ed25519 AAAA*C3Nz",
+        "[node-b]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABEFBQUE=*C3Nz",
         "[node-b]:12345 " + key("ssh-ed25519", "B", embedded="ssh-rsa"),
         "[node-b]:12345 *",
     ],
@@ -257,44 +257,52 @@ def test_a_pinned_line_without_one_known_key_is_not_read_and_never_written_again
 
 def test_wanted_keys_carry_the_marker_and_skip_keys_not_made_yet():
     hostvars = {
-        "node-a": {"__ssh_trust_keypair": {"public_key": "ssh-ed25519 AAA"}},
+        "node-a": {"__ssh_trust_keypair": {"public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0FBQQ=="}},
         "node-b": {"__ssh_trust_keypair": {"public_key": ""}},
         "node-c": {"__ssh_trust_keypair": {"changed": True}},  # check mode: no key yet
     }
-    assert f.wanted_keys(hostvars, ["node-a", "node-b", "node-c", "node-d"], MARK) == [f"ssh-ed25519 AAA {MARK}:node-a"]
+    assert f.wanted_keys(hostvars, ["node-a", "node-b", "node-c", "node-d"], MARK) == [
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0FBQQ== {MARK}:node-a"
+    ]
 
 
 def test_own_keys_are_the_lines_whose_last_word_is_the_marker():
     lines = [
-        f'from="192.0.2.10" ssh-ed25519 AAAAone {MARK}:node-a',
-        "ssh-ed25519 AAAAtwo operator@elsewhere",
-        f"ssh-ed25519 AAAAthree {MARK}:node-b trailing",
+        f'from="192.0.2.10" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAB0FBQUFvbmU= {MARK}:node-a',
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAB0FBQUF0d28= operator@elsewhere",
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAACUFBQUF0aHJlZQ== {MARK}:node-b trailing",
         f"# {MARK}:node-a",
-        f"ssh-ed25519 AAAAfour {MARK}:node-c  ",
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAACEFBQUFmb3Vy {MARK}:node-c  ",
     ]
     assert keys.own_keys(lines, MARK) == [lines[0], lines[3], lines[4]]
     # Teardown: nothing is wanted any more, every line of the role's goes.
     assert f.stale_keys(lines, [], MARK) == [lines[0], lines[3], lines[4]]
-    assert f.stale_keys([f"ssh-ed25519 none {MARK}:x"], [], MARK) == [f"ssh-ed25519 none {MARK}:x"]
+    assert f.stale_keys([f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABG5vbmU= {MARK}:x"], [], MARK) == [
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABG5vbmU= {MARK}:x"
+    ]
 
 
 def test_stale_keys_are_the_roles_lines_for_keys_no_longer_wanted():
-    wanted = [f"ssh-ed25519 AAA {MARK}:node-a"]
+    wanted = [f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0FBQQ== {MARK}:node-a"]
     lines = [
-        f'from="192.0.2.10" ssh-ed25519 AAA {MARK}:node-a',  # wanted
-        f'from="192.0.2.10" ssh-ed25519 DDD {MARK}:node-d',  # a node that left
-        f"ssh-ed25519 OLD {MARK}:node-a  ",  # node-a's key before it was made anew
-        "ssh-ed25519 USER someone@laptop",  # foreign
-        f"ssh-ed25519 EEE x-{MARK}:node-e",  # foreign: the marker is not a word of its own
-        f"ssh-ed25519 FFF {MARK}:node-f more",  # foreign: the marker is not the last word
+        f'from="192.0.2.10" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0FBQQ== {MARK}:node-a',  # wanted
+        f'from="192.0.2.10" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0RERA== {MARK}:node-d',  # a node that left
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA09MRA== {MARK}:node-a  ",  # node-a's key before it was made anew
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABFVTRVI= someone@laptop",  # foreign
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0VFRQ== x-{MARK}:node-e",  # foreign: the marker is not a word of its own
+        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0ZGRg== {MARK}:node-f more",  # foreign: the marker is not the last word
     ]
     assert f.stale_keys(lines, wanted, MARK) == [lines[1], lines[2]]
 
 
 def test_no_foreign_line_is_ever_stale():
-    foreign = ["ssh-ed25519 USER someone@laptop", "ssh-rsa X", 'from="10.0.0.1" ssh-ed25519 Y deploy']
+    foreign = [
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABFVTRVI= someone@laptop",
+        "ssh-rsa AAAAB3NzaC1yc2EAAAABWA==",
+        'from="10.0.0.1" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAVk= deploy',
+    ]
     assert f.stale_keys(foreign, [], MARK) == []
-    assert f.stale_keys(foreign, [f"ssh-ed25519 AAA {MARK}:a"], MARK) == []
+    assert f.stale_keys(foreign, [f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0FBQQ== {MARK}:a"], MARK) == []
 
 
 # --- pins: a run on some nodes (--limit) ---------------------------------------------------------
@@ -305,7 +313,7 @@ def node(host_keys: list[str], pinned: list[str] | None = None) -> dict[str, Any
 
 
 def test_keyless_names_the_nodes_without_host_keys():
-    hostvars = {"a": node(["ssh-ed25519 A"]), "b": node([])}
+    hostvars = {"a": node(["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAUE="]), "b": node([])}
     nodes = [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "10.0.0.2"}]
     assert f.pins(hostvars, nodes, 22, "a")["keyless"] == ["b"]
 
@@ -318,10 +326,14 @@ LIMITED_NODES = [
 ]
 LIMITED = {
     "master": node(
-        ["ssh-ed25519 M"], ["[master]:12345,[10.0.0.1]:12345 ssh-ed25519 M", "[10.0.0.2]:12345 ssh-ed25519 W1"]
+        ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU0="],
+        [
+            "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU0=",
+            "[10.0.0.2]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAlcx",
+        ],
     ),
     "worker1": {},
-    "new": node(["ssh-ed25519 N"]),
+    "new": node(["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU4="]),
 }
 
 
@@ -334,9 +346,9 @@ def with_pins(name: str, pinned: list[str], hostvars: dict[str, Any] | None = No
 def test_a_node_left_out_of_the_run_keeps_the_key_pinned_for_it():
     found = f.pins(LIMITED, LIMITED_NODES, 12345, "master")
     assert found["known_hosts"] == [
-        "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 M",
-        "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 W1",
-        "[new]:12345,[10.0.0.9]:12345 ssh-ed25519 N",
+        "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU0=",
+        "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAlcx",
+        "[new]:12345,[10.0.0.9]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU4=",
     ]
     # Not read, so not compared: its pin is kept, not reported as changed.
     assert (found["keyless"], found["changed"]) == ([], [])
@@ -357,9 +369,9 @@ def test_a_workers_pin_for_a_node_left_out_is_pinned_nowhere():
     found = f.pins(hostvars, nodes, 12345, "master")
     assert found["keyless"] == ["worker2"]
     assert found["known_hosts"] == [
-        "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 M",
-        "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 W1",
-        "[new]:12345,[10.0.0.9]:12345 ssh-ed25519 N",
+        "[master]:12345,[10.0.0.1]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU0=",
+        "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAlcx",
+        "[new]:12345,[10.0.0.9]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAU4=",
     ]
 
 
@@ -368,19 +380,24 @@ def test_the_masters_pin_for_a_node_left_out_is_kept_whatever_the_workers_pin():
     the one set of lines every node of the run writes."""
     for pinned in ([], [f"worker1 {EVIL}"]):
         found = f.pins(with_pins("new", pinned), LIMITED_NODES, 12345, "master")
-        assert "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 W1" in found["known_hosts"]
+        assert "[worker1]:12345,[10.0.0.2]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAlcx" in found["known_hosts"]
         assert found["keyless"] == []
 
 
 def test_a_run_that_did_not_read_the_master_keeps_no_pins_for_nodes_left_out():
     """The master unreachable in a play without any_errors_fatal: a worker still pins worker1, but
     nothing is kept, and the master and worker1 are named (the role stops) instead."""
-    hostvars = {**with_pins("new", ["[10.0.0.2]:12345 ssh-ed25519 W1"]), "master": {}}
+    hostvars = {**with_pins("new", ["[10.0.0.2]:12345 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAlcx"]), "master": {}}
     assert f.pins(hostvars, LIMITED_NODES, 12345, "master")["keyless"] == ["master", "worker1"]
 
 
 def test_a_node_of_the_run_with_a_new_key_is_still_changed():
-    hostvars = {**LIMITED, "master": node(["ssh-ed25519 M2"], LIMITED["master"]["__ssh_trust_read"]["pinned_lines"])}
+    hostvars = {
+        **LIMITED,
+        "master": node(
+            ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAk0y"], LIMITED["master"]["__ssh_trust_read"]["pinned_lines"]
+        ),
+    }
     assert f.pins(hostvars, LIMITED_NODES, 12345, "master")["changed"] == ["master"]
 
 
@@ -406,19 +423,31 @@ def test_known_host_pattern_for_the_port(hosts, port, field):
 def test_known_hosts_lines_are_one_per_node_and_key():
     nodes = [{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "b"}, {"name": "c", "address": "h"}]
     hostvars = {
-        "a": node(["ssh-ed25519 AAA1", "ecdsa-sha2-nistp256 AAA2"]),
+        "a": node(
+            [
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABEFBQTE=",
+                "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAEQUFBMg==",
+            ]
+        ),
         "b": node([]),
-        "c": node(["ssh-ed25519 CCC"]),
+        "c": node(["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0NDQw=="]),
     }
     assert f.pins(hostvars, nodes, 2222, "a")["known_hosts"] == [
-        "[a]:2222,[10.0.0.1]:2222 ssh-ed25519 AAA1",
-        "[a]:2222,[10.0.0.1]:2222 ecdsa-sha2-nistp256 AAA2",
-        "[c]:2222,[h]:2222 ssh-ed25519 CCC",
+        "[a]:2222,[10.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAABEFBQTE=",
+        "[a]:2222,[10.0.0.1]:2222 ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAEQUFBMg==",
+        "[c]:2222,[h]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAA0NDQw==",
     ]
-    assert f.pins({"b": node(["ssh-ed25519 B"])}, nodes[1:2], 22, "b")["known_hosts"] == ["b ssh-ed25519 B"]
+    assert f.pins({"b": node(["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAUI="])}, nodes[1:2], 22, "b")["known_hosts"] == [
+        "b ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAUI="
+    ]
 
 
-ED, ED2, RSA, EC = "ssh-ed25519 E1", "ssh-ed25519 E2", "ssh-rsa R1", "ecdsa-sha2-nistp256 C1"
+ED, ED2, RSA, EC = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAkUx",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAAkUy",
+    "ssh-rsa AAAAB3NzaC1yc2EAAAACUjE=",
+    "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAACQzE=",
+)
 
 
 @pytest.mark.parametrize(

@@ -21,11 +21,27 @@ import time
 from typing import Dict, List  # Python 3.6: no PEP 585/604 forms
 
 NCCL_LINE_RE = re.compile(r"NCCL INFO (Using network |NET/)|NCCL WARN")
+# An interface name as plugins/module_utils/worker_reports.py's is_interface_name allows it: Horovod writes
+# the interfaces unquoted into a command it runs with shell=True, so nothing else is passed on.
+INTERFACE_RE = re.compile(r"[A-Za-z0-9_.@][A-Za-z0-9_.@-]{0,14}")
+NIC_OPTIONS = ("--network-interfaces", "--network-interface")
 LINES_KEPT = 60
 TAIL_LINES = 20
 
 
+def bad_interfaces(argv: List[str]) -> List[str]:
+    """The interfaces of horovodrun's interface option in `argv` that are no interface names."""
+    bad = []
+    for option, value in zip(argv, argv[1:]):
+        if option in NIC_OPTIONS:
+            bad += [nic for nic in value.split(",") if nic in (".", "..") or not INTERFACE_RE.fullmatch(nic)]
+    return bad
+
+
 def check(argv: List[str], env: Dict[str, str], timeout: float, wrapper_dir: str) -> Dict[str, object]:
+    bad = bad_interfaces(argv)
+    if bad:
+        return {"rc": 2, "lines": [], "tail": [f"not run: {bad[0]!r} is not a network interface name"], "seconds": 0.0}
     environment = dict(os.environ)
     environment.update({str(k): str(v) for k, v in env.items()})
     environment["PATH"] = wrapper_dir + os.pathsep + environment.get("PATH", "")

@@ -464,7 +464,7 @@ def test_what_the_ranks_execute_on_the_share_stops_in_the_gate_unless_allowed_wi
 def test_data_on_the_share_is_no_code():
     command = ["python3", "/data1/artifacts/train.py", "--train-dir", "/data1/share/imagenet"]
     report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(horovod_train_command=command)))
-    assert report == {"errors": [], "warnings": []}
+    assert report["errors"] == [] and report["warnings"] == []
 
 
 def test_image_ids_of_the_nodes_that_answered_with_one():

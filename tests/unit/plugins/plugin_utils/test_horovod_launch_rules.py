@@ -138,7 +138,7 @@ def test_the_inputs_cover_every_role_default_the_rules_read():
         {"extra_args": ["--autotune", "--autotune-log-file", "/data1/share/at.csv", "--cycle-time-ms", "-1"]},
         # an option of another Horovod version, with its value
         {"extra_args": ["--no-such-option", "3"]},
-        {"network_interfaces": ["eth0", "ib0", "eth0.100", "eth0:1", "veth@if3"]},
+        {"network_interfaces": ["eth0", "ib0", "eth0.100", "veth@if3", "enp0s31f6_x-1"]},
         {"min_shm_size": "512M"},
         {"min_shm_size": "1.5 GB"},
         {"controller": "mpi"},
@@ -249,6 +249,11 @@ BAD = [
     ({"network_interfaces": ["eth0,ib0"]}, "network_interfaces", "'eth0,ib0' is not an interface name"),
     ({"network_interfaces": ["eth 0"]}, "network_interfaces", "'eth 0' is not an interface name"),
     ({"network_interfaces": [""]}, "network_interfaces", "'' is not an interface name"),
+    # An alias label is no interface; ':' and '$(' are refused with every other character a shell reads.
+    ({"network_interfaces": ["eth0:1"]}, "network_interfaces", "'eth0:1' is not an interface name"),
+    ({"network_interfaces": ["eth0$(touch /tmp/p)"]}, "network_interfaces", "is not an interface name"),
+    ({"network_interfaces": ["-eth0"]}, "network_interfaces", "'-eth0' is not an interface name"),
+    ({"network_interfaces": ["a" * 16]}, "network_interfaces", "is not an interface name"),
     ({"min_shm_size": "lots"}, "min_shm_size", "'lots' is not a size; write one such as 512M"),
     ({"min_shm_size": "1G "}, "min_shm_size", "'1G ' is not a size"),
     ({"min_shm_size": ["1G"]}, "min_shm_size", "['1G'] is not a size"),
