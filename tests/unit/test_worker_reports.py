@@ -16,7 +16,11 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,7 @@ from ansible_collections.multinode.horovod.plugins.module_utils import horovod_l
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import doctor, preflight
 from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import ReportError
 from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, gate
-from checkout import REPO
+from checkout import COLLECTIONS, REPO
 from checkout import load as load_path
 
 FORGED_NIC = "eth0$(touch /tmp/p)"
@@ -608,3 +612,87 @@ def test_the_static_test_fails_on_a_raw_read(tmp_path, planted):
     tasks.mkdir(parents=True)
     (tasks / "nccl_check.yml").write_text("---\n- name: Read raw\n  ansible.builtin.set_fact:\n" + planted)
     assert len(raw_reads(tmp_path)) == 1
+
+
+FORGE_MODULE = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+# What root on a worker can make any module return: facts of its choosing.
+module = AnsibleModule(argument_spec={})
+module.exit_json(changed=False, ansible_facts={"horovod_node_address": "203.0.113.9", "horovod_slots": 64})
+"""
+FORGE_PLAY = """---
+- name: The gate, as every playbook starts
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Check the inventory
+      ansible.builtin.import_tasks: {repo}/playbooks/tasks/validate_inventory.yml
+
+- name: A worker's module returns facts of its root's choosing
+  hosts: horovod_workers
+  gather_facts: false
+  tasks:
+    - name: Return forged facts
+      forge_facts:
+
+- name: The master reads the nodes
+  hosts: horovod_master
+  gather_facts: false
+  vars_files: [{repo}/playbooks/vars/cluster.yml]
+  tasks:
+    - name: Read the nodes as the plays do
+      ansible.builtin.set_fact:
+        read:
+          injected: "{{{{ hostvars['node-b'].horovod_node_address }}}}"
+          nodes: "{{{{ __horovod_nodes }}}}"
+          exports: "{{{{ lookup('multinode.horovod.cluster_input', 'nfs_server_exports') }}}}"
+          allow_from: "{{{{ lookup('multinode.horovod.cluster_input', 'container_sshd_allow_from', node_ips=none) }}}}"
+          cluster_nodes: >-
+            {{{{ groups['horovod_cluster'] | multinode.horovod.cluster_nodes(hostvars, __horovod_gate.nodes) }}}}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="ansible-playbook is not on PATH")
+def test_a_workers_forged_facts_reach_no_play_through_ansible_playbook(tmp_path):
+    """The real thing on the controller: a worker's module returns ansible_facts setting its address and slots
+    after the gate; Ansible injects them (the first value read shows it), and every read of the site still
+    gives the inventory's."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {
+        "all": {
+            "children": {
+                "horovod_cluster": {
+                    "vars": local,
+                    "children": {
+                        "horovod_master": {"hosts": {"node-a": {"horovod_node_address": "192.0.2.10"}}},
+                        "horovod_workers": {"hosts": {"node-b": {"horovod_node_address": INVENTORY_ADDRESS}}},
+                    },
+                }
+            }
+        }
+    }
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "forge_facts.py").write_text(FORGE_MODULE)
+    (tmp_path / "play.yml").write_text(FORGE_PLAY.format(repo=REPO))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    res = subprocess.run(
+        ["ansible-playbook", "play.yml", "-i", "hosts.yml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    plays = json.loads(res.stdout)["plays"]
+    read = plays[-1]["tasks"][-1]["hosts"]["node-a"]["ansible_facts"]["read"]
+    assert read["injected"] == FORGED_ADDRESS  # Ansible did put the worker's fact above the inventory
+    assert [n["address"] for n in read["nodes"]] == ["192.0.2.10", INVENTORY_ADDRESS]
+    assert [n["slots"] for n in read["nodes"]] == [1, 1]
+    assert read["exports"][0]["clients"] == [INVENTORY_ADDRESS]
+    assert FORGED_ADDRESS not in json.dumps(read["allow_from"])
+    assert [n["address"] for n in read["cluster_nodes"]] == ["192.0.2.10", INVENTORY_ADDRESS]
