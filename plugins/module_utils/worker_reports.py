@@ -263,13 +263,26 @@ def _packages(c: _Check, value: Any) -> dict[str, str]:
     }
 
 
+def is_alias_label(value: object) -> bool:
+    """Whether `value` is an IPv4 address label such as ``eth0:1`` (getifaddrs, so psutil, lists an address
+    by its label): an interface name, ':', a label, 15 characters in all. Never an interface to use."""
+    if not isinstance(value, str) or len(value) >= IFNAMSIZ:
+        return False
+    name, colon, label = value.partition(":")
+    return bool(colon) and is_interface_name(name) and bool(re.fullmatch(r"[A-Za-z0-9_.@-]+", label))
+
+
 def _interfaces(c: _Check, value: Any) -> dict[str, list[str]]:
-    return {
-        str(c.interface(name, "interfaces")): [
+    """``{interface: [IPv4]}``; an address label (eth0:1) may be listed, as the node's other interfaces are,
+    but never becomes the interface of an address (_addresses) or a command's."""
+    out = {}
+    for name, ips in c.mapping(value, "interfaces").items():
+        if not is_alias_label(name):
+            c.interface(name, "interfaces")
+        out[str(name)] = [
             str(c.address(ip, f"interfaces.{name}", 4)) for ip in c.items(ips, f"interfaces.{name}", 4096)
         ]
-        for name, ips in c.mapping(value, "interfaces").items()
-    }
+    return out
 
 
 def _addresses(c: _Check, value: Any) -> dict[str, dict[str, str | None]]:
