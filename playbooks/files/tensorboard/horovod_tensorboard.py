@@ -105,7 +105,7 @@ def kind(root: str, path: str) -> Tuple[str, Optional[str]]:
     """What `path` is, and the component that decided it when it is no directory: every component below
     `root` looked at in the one before, opened without following a link (`root` itself is trusted; a
     `path` outside it is looked at by its last component only)."""
-    inside = root and (path == root or path.startswith(root.rstrip("/") + "/"))
+    inside = root and (path == root or path.startswith(os.path.join(root, "")))
     start, rest = (root, path[len(root) :]) if inside else (os.path.dirname(path), os.path.basename(path))
     names = [name for name in rest.split("/") if name]
     try:
