@@ -28,6 +28,7 @@ from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 
 GROUP_CLUSTER, GROUP_MASTER, GROUP_WORKERS = "horovod_cluster", "horovod_master", "horovod_workers"
 UNKNOWN_SWITCH = "horovod_unknown_variables"  # unknown names: error (default) or warn
+TRUST_SWITCH = "horovod_trust_workers"  # the workers may act as root on the master (mpi, mesh, elastic)
 
 
 def _role_default(variable: str) -> Any:
@@ -38,7 +39,7 @@ def _role_default(variable: str) -> Any:
 
 @dataclass(frozen=True)
 class Setting:
-    """One inventory setting of the site: its type (str, int, list, dict_list) and default."""
+    """One inventory setting of the site: its type (str, int, bool, list, dict_list) and default."""
 
     name: str
     kind: str
@@ -69,6 +70,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("horovod_run_name", "str", _role_default("horovod_launch_run_name")),
     Setting("horovod_slots", "int", cluster_wide=False),
     Setting("horovod_node_address", "str", cluster_wide=False),
+    # Modes in which root on a worker can act as root on the master (SECURITY.md, "Trusting the workers"):
+    # the mpi controller, the key mesh, elastic runs. They need this one decision, by name.
+    Setting(TRUST_SWITCH, "bool", False),
     Setting(UNKNOWN_SWITCH, "str", "error", choices=("error", "warn")),
 )
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -86,6 +90,8 @@ def type_problem(setting: Setting, value: Any) -> str | None:
     """Why `value` is not of the setting's kind (strictly: a string is not a list), or None."""
     if setting.kind == "int":
         return None if whole(value) is not None else f"{value!r} is not a whole number"
+    if setting.kind == "bool":
+        return None if switch(value) is not None else f"{value!r} is not true or false"
     if setting.kind == "str":
         if isinstance(value, bool | list | tuple | dict) or value is None:
             return f"{value!r} is not a string"
@@ -109,6 +115,8 @@ def _list_problem(setting: Setting, value: Any) -> str | None:
 def _normalise(setting: Setting, value: Any) -> Any:
     if setting.kind == "int":
         return whole(value)
+    if setting.kind == "bool":
+        return switch(value)
     if setting.kind == "list":
         return [str(item) for item in value]
     if setting.name in PATH_SETTINGS:
@@ -410,6 +418,7 @@ INPUTS: dict[str, dict[str, Input]] = {
         "ssh_trust_port": _setting("horovod_ssh_port"),
         "ssh_trust_container_name": _setting("horovod_container_name"),
         "ssh_trust_mesh": Input(_mesh, honoured=True),
+        "ssh_trust_trust_workers": _setting(TRUST_SWITCH),
     },
     "horovod_launch": {
         "horovod_launch_hosts": Input(lambda site, host: site.nodes, ("horovod_slots",), addresses=True),
@@ -426,6 +435,7 @@ INPUTS: dict[str, dict[str, Input]] = {
         "horovod_launch_command": _setting("horovod_train_command"),
         "horovod_launch_run_name": _setting("horovod_run_name"),
         "horovod_launch_image_ids": Input(_image_ids),
+        "horovod_launch_trust_workers": _setting(TRUST_SWITCH),
     },
 }
 BY_VARIABLE = {variable: given for inputs in INPUTS.values() for variable, given in inputs.items()}

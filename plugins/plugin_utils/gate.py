@@ -71,6 +71,7 @@ NUMERIC_RE = re.compile(r"(?:0[xX][0-9A-Fa-f]*|[0-9]+)(?:\.(?:0[xX][0-9A-Fa-f]*|
 KIND_WORDS = {
     "str": "a string",
     "int": "a whole number",
+    "bool": "true or false",
     "list": "a list (YAML [a, b] or one '- item' per line)",
     "dict_list": "a list of mappings",
 }
@@ -80,6 +81,12 @@ NFS_PORTS = {2049: "NFS's (nfsd)", 111: "rpcbind's (the NFS portmapper)"}
 HONOURED = frozenset(name for name, given in cluster.BY_VARIABLE.items() if given.honoured)
 # The roles' switches that let a weaker setting through, and what each one then allows.
 OPT_INS = {
+    cluster.TRUST_SWITCH: (
+        "root on every worker is trusted with root in the master's container: with horovod_launch_controller: mpi "
+        "or ssh_trust_mesh: true every node holds a key that logs in to every container as root, the master's "
+        "included; in an elastic run (horovod_launch_elastic) horovodrun's rendezvous on the master unpickles, "
+        "and so runs, what any host that reaches it sends"
+    ),
     "horovod_launch_allow_share_code": (
         "what every rank executes may come from horovod_share_dir (the command's program or script, the working "
         "directory, the runs, example and code directories, PYTHONPATH, LD_LIBRARY_PATH, LD_PRELOAD or PATH of "

@@ -297,6 +297,42 @@ def _elastic(inputs: Mapping[str, Any], total: int | None) -> Problems:
     return out
 
 
+# What each mode that trusts the workers lets root on a worker do, and the one decision that allows it
+# (SECURITY.md, "Trusting the workers"; a later launcher or mode with the same property uses it too).
+TRUST = f"{P}trust_workers"
+TRUST_FIX = (
+    "or, if root on every worker may be root in the master's container, say so once: horovod_trust_workers: "
+    f"true (site.yml; the role's own variable is {TRUST})"
+)
+TRUSTING_MODES = {
+    f"{P}controller": (
+        "mpi",
+        "OpenMPI starts its daemons from the workers too, so every node holds a key that logs in to every "
+        "container as root (site.yml turns on ssh_trust_mesh): root on any worker can then log in to the "
+        "master's container as root; use horovod_launch_controller: gloo",
+    ),
+    f"{P}elastic": (
+        True,
+        "Horovod's elastic rendezvous in horovodrun on the master unpickles whatever a host that reaches it "
+        "sends (PUT /worker_addresses/..., cloudpickle.loads, no authentication), so root on any worker can run "
+        "code as root in the master's container; use horovod_launch_elastic: false",
+    ),
+}
+
+
+def _trust(inputs: Mapping[str, Any]) -> Problems:
+    """The modes of TRUSTING_MODES, refused unless the workers are trusted (horovod_launch_trust_workers)."""
+    trust = _flag(inputs.get(TRUST, False))
+    if not isinstance(trust, bool):
+        return [(TRUST, f"{shown(trust)} is not true or false")]
+    out: Problems = []
+    for name, (value, why) in TRUSTING_MODES.items():
+        if not trust and _flag(inputs.get(name, _ABSENT)) == value:
+            shown_value = "true" if value is True else repr(value)
+            out.append((name, f"{shown_value} trusts the workers: {why}, {TRUST_FIX}"))
+    return out
+
+
 def _counts(inputs: Mapping[str, Any]) -> Problems:
     out: Problems = []
     for name, what in POSITIVE.items():
@@ -713,6 +749,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out, total = _hosts(inputs)
     out += _np(inputs, total)
     out += _elastic(inputs, total)
+    out += _trust(inputs)
     out += _counts(inputs)
     out += _directories(inputs)
     out += _names(inputs)

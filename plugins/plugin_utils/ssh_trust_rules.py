@@ -22,7 +22,7 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
-from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem
+from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, switch
 
 Problems = list[tuple[str, str]]
 
@@ -139,6 +139,30 @@ def _others(inputs: Mapping[str, Any], names: list[str]) -> Problems:
     return out
 
 
+def _mesh(inputs: Mapping[str, Any]) -> Problems:
+    """The key mesh lets root on any worker log in as root to every container: only when the workers are
+    trusted (SECURITY.md, "Trusting the workers")."""
+    out: Problems = []
+    flags = {}
+    for name in (f"{P}mesh", f"{P}trust_workers"):
+        flags[name] = switch(inputs.get(name, False))
+        if flags[name] is None:
+            out.append((name, f"{inputs[name]!r} is not true or false"))
+    if flags[f"{P}mesh"] is True and flags[f"{P}trust_workers"] is False:
+        out.append(
+            (
+                f"{P}mesh",
+                "true trusts the workers: every node gets a key authorised on every node, so root on any worker "
+                "can log in as root to every container, the master's included (it holds the cluster's key and "
+                "starts horovodrun); site.yml turns it on for horovod_launch_controller: mpi. Set it to false "
+                "(horovodrun --gloo needs no mesh) or, if root on every worker may be root in the master's "
+                f"container, say so once: horovod_trust_workers: true (site.yml; the role's own variable is "
+                f"{P}trust_workers)",
+            )
+        )
+    return out
+
+
 def problems(inputs: Mapping[str, Any]) -> Problems:
     """Every controller-side problem of ssh_trust's inputs, as (variable, message); empty when sound."""
     if not isinstance(inputs, Mapping):
@@ -147,4 +171,5 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out += _master(inputs, names)
     out += _numbers(inputs)
     out += _others(inputs, names)
+    out += _mesh(inputs)
     return out

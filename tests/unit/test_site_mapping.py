@@ -6,7 +6,8 @@ The real site.yml runs, over local connections and in check mode, with stand-in 
 options of their argument spec they were given; what each role received on each node must be what
 the gate computed for it (gate.check(...).inputs, the mapping in plugins/plugin_utils/cluster.py) plus
 the role variables the inventory sets itself. Inventories: the example, the lab, and two that turn
-the ssh mesh on (the mpi controller; ssh_trust_mesh) and set what the site honours from the inventory.
+the ssh mesh on (the mpi controller; ssh_trust_mesh; both with horovod_trust_workers) and set what the
+site honours from the inventory.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ INVENTORIES: dict[str, Any] = {
         horovod_ssh_port=2222,
         horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "root_squash"],
         horovod_train_command=["python3", "/srv/artifacts/train.py"],
+        horovod_trust_workers=True,
     ),
     "mesh": cluster(
         {"ssh_trust_mesh": "yes", "container_sshd_listen_addresses": ["192.0.2.20"]},
@@ -68,6 +70,7 @@ INVENTORIES: dict[str, Any] = {
         horovod_shared_storage="existing",
         horovod_container_name="trainer",
         horovod_network_interfaces=["eth1"],
+        horovod_trust_workers="yes",
     ),
 }
 

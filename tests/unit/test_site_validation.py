@@ -221,6 +221,10 @@ CASES: list[tuple[str, Any, str]] = [
         host("server-a", horovod_launch_elastic=True, horovod_launch_controller="mpi"),
         "Horovod runs elastic jobs with Gloo only",
     ),
+    # modes that trust the workers, without horovod_trust_workers
+    ("mpi-untrusted", host("server-a", horovod_launch_controller="mpi"), "horovod_launch_controller: 'mpi' trusts"),
+    ("mesh-untrusted", host("server-a", ssh_trust_mesh=True), "ssh_trust_mesh: true trusts the workers"),
+    ("elastic-untrusted", host("server-a", horovod_launch_elastic=True), "horovod_launch_elastic: true trusts the"),
     (
         "launch-env-path",
         host("server-a", horovod_launch_env={"PATH": "/data1/share/bin:/usr/bin"}),
@@ -441,3 +445,25 @@ def test_an_unsafe_inventory_value_is_judged_raw_as_the_role_gets_it(tmp_path):
     res = playbook(inventory, book=str(show))
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"role gets {json.dumps(raw)}" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize(
+    ("data", "args", "named"),
+    [
+        (host("server-a", horovod_launch_controller="mpi"), [], "horovod_launch_controller: 'mpi' trusts the workers"),
+        (cluster(ssh_trust_mesh=True), [], "ssh_trust_mesh: true trusts the workers"),
+        (base(), ["-e", "horovod_launch_elastic=true"], "horovod_launch_elastic: true trusts the workers"),
+    ],
+    ids=["mpi", "mesh", "elastic"],
+)
+def test_trusting_the_workers_is_said_once_by_name(tmp_path, data, args, named):
+    """The mpi controller, the key mesh and an elastic run (as tools/lab.py starts one, with -e) stop in the
+    gate until horovod_trust_workers says the workers are trusted; then they pass with its warning."""
+    checks = ["--tags", "validate", "--skip-tags", "probe"]
+    res = playbook(write(tmp_path, data), *args)
+    assert_stopped_in_gate(res, named)
+    assert "horovod_trust_workers: true" in " ".join((res.stdout + res.stderr).split())
+    res = playbook(write(tmp_path, data), *args, "-e", "horovod_trust_workers=true", *checks)
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode == 0, out
+    assert "horovod_trust_workers (on every host) is true: root on every worker is trusted with root in the" in out

@@ -569,3 +569,42 @@ def test_the_roles_filter_says_where_the_site_runs_each_role():
     assert "nfs_client" not in cluster.cluster_roles(GOOD_GROUPS, existing, "node-b")
     alone = {"horovod_cluster": ["node-a"], "horovod_master": ["node-a"], "horovod_workers": []}
     assert "nfs_server" not in cluster.cluster_roles(alone, hostvars, "node-a")
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"node_a": {"horovod_launch_controller": "mpi"}}, ["horovod_launch_controller: 'mpi'", "ssh_trust_mesh"]),
+        ({"node_a": {"ssh_trust_mesh": True}}, ["ssh_trust_mesh: true trusts the workers"]),
+        ({"node_a": {"horovod_launch_elastic": "true"}}, ["horovod_launch_elastic: true trusts the workers"]),
+    ],
+)
+def test_modes_that_trust_the_workers_stop_in_the_gate_unless_trusted_with_a_warning(values, named):
+    """The mpi controller, the key mesh and elastic runs let root on a worker act as root in the master's
+    container: one setting says the workers are trusted (issue 42, finding 4)."""
+    hostvars = good_hostvars(**values)
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    refused = [e for e in report["errors"] if "trusts the workers" in e]
+    assert [any(e.startswith(name) for e in refused) for name in named] == [True] * len(named), report
+    assert all("horovod_trust_workers: true" in e for e in refused), refused
+    assert not any("horovod_trust_workers" in w for w in report["warnings"])
+    for host in hostvars.values():
+        host["horovod_trust_workers"] = True
+    report = cluster.cluster_report(GOOD_GROUPS, hostvars)
+    assert report["errors"] == []
+    warned = [w for w in report["warnings"] if w.startswith("horovod_trust_workers (on every host) is true")]
+    assert warned and "root on every worker is trusted with root in the master's container" in warned[0], report
+    assert all(mode in warned[0] for mode in ("horovod_launch_controller: mpi", "ssh_trust_mesh", "elastic"))
+
+
+def test_trusting_the_workers_is_one_cluster_wide_switch():
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_trust_workers": "maybe"}))
+    assert any(
+        e.startswith("horovod_trust_workers (on node-a): 'maybe' is not true or false") for e in report["errors"]
+    )
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(node_a={"horovod_trust_workers": True}))
+    assert any(e.startswith("horovod_trust_workers differs between hosts") for e in report["errors"]), report
+    mapped = inputs("node-a", good_hostvars(), horovod_trust_workers="yes")
+    assert mapped["horovod_launch"]["horovod_launch_trust_workers"] is True
+    assert mapped["ssh_trust"]["ssh_trust_trust_workers"] is True
+    assert inputs("node-b", good_hostvars())["ssh_trust"]["ssh_trust_trust_workers"] is False

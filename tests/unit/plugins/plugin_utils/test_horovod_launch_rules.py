@@ -141,14 +141,19 @@ def test_the_inputs_cover_every_role_default_the_rules_read():
         {"network_interfaces": ["eth0", "ib0", "eth0.100", "veth@if3", "enp0s31f6_x-1"]},
         {"min_shm_size": "512M"},
         {"min_shm_size": "1.5 GB"},
-        {"controller": "mpi"},
+        {"trust_workers": True, "controller": "mpi"},
         {"required_frameworks": ["pytorch", "tensorflow", "mxnet"]},
         {"required_frameworks": []},
         {"hosts": [{"name": "solo", "address": "solo", "slots": "4"}]},
-        {"elastic": True},
-        {"elastic": "true", "min_np": 1, "max_np": 3, "np": 2},
-        {"elastic": True, "min_np": "3", "elastic_cooldown": [1, 3600]},
-        {"elastic": False, "controller": "mpi", "min_np": 9},  # the bounds only bind an elastic run
+        {"trust_workers": True, "elastic": True},
+        {"trust_workers": True, "elastic": "true", "min_np": 1, "max_np": 3, "np": 2},
+        {"trust_workers": True, "elastic": True, "min_np": "3", "elastic_cooldown": [1, 3600]},
+        {
+            "trust_workers": True,
+            "elastic": False,
+            "controller": "mpi",
+            "min_np": 9,
+        },  # the bounds only bind an elastic run
         {"elastic_cooldown": ["5", 5]},
     ],
 )
@@ -264,10 +269,26 @@ BAD = [
     ({"container": "my container"}, "container", "'my container' is not a valid container name"),
     ({"container": "-x"}, "container", "'-x' is not a valid container name"),
     ({"elastic": "maybe"}, "elastic", "'maybe' is not true or false"),
-    ({"elastic": True, "controller": "mpi"}, "elastic", "Horovod runs elastic jobs with Gloo only"),
-    ({"elastic": True, "min_np": 3, "np": 2}, "min_np", "3 is more than the 2 processes the run starts with"),
-    ({"elastic": True, "max_np": 2}, "max_np", "2 is fewer than the 3 processes the run starts with"),
-    ({"elastic": True, "np": 1, "max_np": 4}, "max_np", "4 is more than the 3 slots of horovod_launch_hosts"),
+    (
+        {"trust_workers": True, "elastic": True, "controller": "mpi"},
+        "elastic",
+        "Horovod runs elastic jobs with Gloo only",
+    ),
+    (
+        {"trust_workers": True, "elastic": True, "min_np": 3, "np": 2},
+        "min_np",
+        "3 is more than the 2 processes the run starts with",
+    ),
+    (
+        {"trust_workers": True, "elastic": True, "max_np": 2},
+        "max_np",
+        "2 is fewer than the 3 processes the run starts with",
+    ),
+    (
+        {"trust_workers": True, "elastic": True, "np": 1, "max_np": 4},
+        "max_np",
+        "4 is more than the 3 slots of horovod_launch_hosts",
+    ),
     ({"min_np": -1}, "min_np", "-1 is not a whole number of 0 or more"),
     ({"max_np": "all"}, "max_np", "'all' is not a whole number of 0 or more"),
     ({"elastic_cooldown": [0, 10]}, "elastic_cooldown", "[0, 10] is not [lowest, highest] seconds with 1 <="),
@@ -581,3 +602,35 @@ def test_the_rules_refuse_a_compare_that_is_not_two_runs():
     assert problems(compare=["r1", "r2"]) == []
     (found,) = problems(compare="r1")
     assert found[0] == "horovod_launch_compare" and "give two run names" in found[1]
+
+
+@pytest.mark.parametrize(
+    ("changes", "variable", "start"),
+    [
+        ({"controller": "mpi"}, "horovod_launch_controller", "'mpi' trusts the workers: OpenMPI starts its daemons"),
+        ({"elastic": True}, "horovod_launch_elastic", "true trusts the workers: Horovod's elastic rendezvous"),
+        ({"elastic": "yes"}, "horovod_launch_elastic", "true trusts the workers: Horovod's elastic rendezvous"),
+    ],
+)
+def test_modes_that_trust_the_workers_are_refused_unless_trusted(changes, variable, start):
+    """The mpi controller and elastic runs let root on a worker act as root in the master's container."""
+    found = problems(**changes)
+    assert [(name, text[: len(start)]) for name, text in found] == [(variable, start)], found
+    assert "horovod_trust_workers: true" in found[0][1] and "horovod_launch_trust_workers" in found[0][1]
+    assert problems(**changes, trust_workers=True) == []
+    assert problems(**changes, trust_workers="true") == []
+
+
+def test_elastic_rendezvous_cites_what_horovod_unpickles():
+    assert "PUT /worker_addresses/..., cloudpickle.loads, no authentication" in problems(elastic=True)[0][1]
+
+
+def test_trusting_the_workers_is_a_boolean():
+    assert problems(trust_workers="maybe") == [("horovod_launch_trust_workers", "'maybe' is not true or false")]
+    assert problems(trust_workers=True) == []
+
+
+def test_the_role_warns_when_the_workers_are_trusted():
+    task = " ".join((REPO / "roles/horovod_launch/tasks/assert.yml").read_text().split())
+    assert "when: horovod_launch_trust_workers | bool" in task
+    assert "root on every worker is trusted with root in the master's container" in task

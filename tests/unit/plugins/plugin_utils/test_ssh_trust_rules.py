@@ -23,6 +23,8 @@ GOOD: dict[str, Any] = {
     "ssh_trust_container_name": "horovod",
     "ssh_trust_replace_host_keys": [],
     "ssh_trust_connect_timeout": 10,
+    "ssh_trust_mesh": False,
+    "ssh_trust_trust_workers": False,
 }
 
 
@@ -41,6 +43,8 @@ def test_the_inputs_match_the_role_defaults():
         "ssh_trust_container_name",
         "ssh_trust_replace_host_keys",
         "ssh_trust_connect_timeout",
+        "ssh_trust_mesh",
+        "ssh_trust_trust_workers",
     ):
         assert defaults[name] == GOOD[name], name
 
@@ -173,7 +177,31 @@ def test_messages_match_the_ssh_tests_of_the_launch_scenario():
         "\n".join(role_problems({**GOOD, "ssh_trust_nodes": [A, {"name": "launch-b"}]}, "ssh_trust")),
         "\n".join(role_problems({**GOOD, "ssh_trust_port": 70000}, "ssh_trust")),
         "\n".join(role_problems({**GOOD, "ssh_trust_nodes": nodes, "ssh_trust_master": "node-z"}, "ssh_trust")),
+        "\n".join(role_problems({**GOOD, "ssh_trust_mesh": True}, "ssh_trust")),
     }
-    assert len(expected) == 4
+    assert len(expected) == 5
     for words in expected:
         assert any(words in message for message in seen), words
+
+
+@pytest.mark.parametrize("mesh", [True, "yes", "true"])
+def test_the_key_mesh_is_refused_unless_the_workers_are_trusted(mesh):
+    """Every worker's key logs in to the master's container as root: one switch says that is meant."""
+    found = problems(mesh=mesh)
+    assert [variable for variable, _ in found] == ["ssh_trust_mesh"], found
+    assert found[0][1].startswith("true trusts the workers: every node gets a key authorised on every node")
+    assert "horovod_trust_workers: true" in found[0][1] and "ssh_trust_trust_workers" in found[0][1]
+    assert problems(mesh=mesh, trust_workers=True) == []
+    assert problems(mesh=mesh, trust_workers="yes") == []
+    assert problems(mesh=False, trust_workers=True) == []
+
+
+@pytest.mark.parametrize("name", ["mesh", "trust_workers"])
+def test_the_trust_switches_are_booleans(name):
+    assert problems(**{name: "maybe"}) == [(f"ssh_trust_{name}", "'maybe' is not true or false")]
+
+
+def test_the_role_warns_when_the_workers_are_trusted():
+    task = (REPO / "roles/ssh_trust/tasks/assert.yml").read_text()
+    assert "when: ssh_trust_mesh | bool and ssh_trust_trust_workers | bool" in task
+    assert "root on any worker can log in as root to every container, the master's included" in " ".join(task.split())
