@@ -103,7 +103,14 @@ def type_problem(setting: Setting, value: Any) -> str | None:
 
 def _list_problem(setting: Setting, value: Any) -> str | None:
     if not isinstance(value, list | tuple):
-        hint = f"; for one item write [{value}]" if isinstance(value, str) else ""
+        # A string of several parts ("hard,nosuid", "eth0 eth1") is several items: one item of them all
+        # would be refused later (an NFS option may not hold a comma).
+        hint = ""
+        if isinstance(value, str):
+            parts = [part for part in re.split(r"[,\s]+", value) if part]
+            hint = (
+                f"; write one item each: [{', '.join(parts)}]" if len(parts) > 1 else f"; for one item write [{value}]"
+            )
         return f"{value!r} is {_yaml_kind(value)}, not a list{hint}"
     if setting.kind == "list":
         bad = [item for item in value if isinstance(item, bool | list | tuple | dict) or item is None]

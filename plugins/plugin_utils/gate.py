@@ -99,7 +99,13 @@ OPT_INS = {
     ),
     "nfs_server_allow_weak_options": (
         "the exports may use insecure (any user on a worker, not only root, can then talk NFS to the master in "
-        "any user's name), anonuid=0 or anongid=0 (the squashed users become root)"
+        "any user's name), anonuid=0 or anongid=0 (the squashed users become root), crossmnt or nohide (file "
+        "systems mounted below an export reach the workers with its options)"
+    ),
+    "nfs_client_allow_weak_options": (
+        "horovod_nfs_mount_options may lack nosuid or nodev (or set suid, dev), so a set-user-ID program or a "
+        "device node that root on one worker puts on the share gives any user of another worker root, or its "
+        "disks and memory"
     ),
 }
 

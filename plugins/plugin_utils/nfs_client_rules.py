@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.multinode.horovod.plugins.module_utils import defaults
+from ansible_collections.multinode.horovod.plugins.module_utils import defaults, values
 from ansible_collections.multinode.horovod.plugins.plugin_utils.nfs_server_rules import (
     FLAG,
     SEC_SHAPE,
@@ -140,7 +140,41 @@ def mount_option_problems(options: object, field: str = "") -> list[str]:
     )
 
 
-def mount_problems(index: int, mount: object) -> list[str]:
+# What a mount without nosuid or nodev gives: the share is written by root on every worker
+# (no_root_squash), so a file one worker's root makes there is opened by every other worker.
+WEAK_MOUNT = {
+    "nosuid": (
+        "suid",
+        "a set-user-ID program that root on another client puts on the share runs as root here for any user "
+        "who starts it",
+    ),
+    "nodev": (
+        "dev",
+        "a device node that root on another client makes on the share opens this host's devices (its disks, "
+        "its memory) to any user who may open the node",
+    ),
+}
+WEAK_MOUNT_SWITCH = "nfs_client_allow_weak_options"
+
+
+def weak_mount_problems(options: object) -> list[str]:
+    """The refusal of each of nosuid, nodev that a mount's options drop (or undo with suid, dev); none
+    when they are not a list (mount_option_problems names that)."""
+    if not isinstance(options, list):
+        return []
+    found = []
+    for keep, (undo, why) in WEAK_MOUNT.items():
+        if undo in options:
+            fault, fix = f"option {undo!r} undoes {keep}", f"replace it with {keep}"
+        elif keep not in options:
+            fault, fix = f"the options {options!r} lack {keep}", f"add {keep}"
+        else:
+            continue
+        found.append(f"{fault}: {why}; {fix}, or set {WEAK_MOUNT_SWITCH}: true if that is really meant")
+    return found
+
+
+def mount_problems(index: int, mount: object, allow_weak: bool = False) -> list[str]:
     """Every problem of one mount, each message naming the mount."""
     if not isinstance(mount, Mapping):
         return [f"item {index} ({mount!r}) is not a mapping; give {{server, path, mountpoint, options, state}}"]
@@ -162,6 +196,7 @@ def mount_problems(index: int, mount: object) -> list[str]:
             found.append(f"{field} {problem}")
     if mount.get("options") is not None:
         found += mount_option_problems(mount["options"], "options")
+        found += [] if allow_weak else weak_mount_problems(mount["options"])
     state = mount.get("state")
     if state is not None and state not in STATES:
         found.append(f"state {state!r} is not one of {', '.join(STATES)}")
@@ -182,10 +217,17 @@ def timeout_problem(value: object) -> str | None:
 def problems(inputs: Mapping[str, Any]) -> Problems:
     """Every problem of nfs_client's inputs as (variable, message); empty when they are sound."""
     found: Problems = []
+    allow_weak = values.switch(inputs.get(WEAK_MOUNT_SWITCH, False))
+    if allow_weak is None:
+        found.append((WEAK_MOUNT_SWITCH, f"{inputs[WEAK_MOUNT_SWITCH]!r} is not a boolean; use true or false"))
     if "nfs_client_default_options" in inputs:
+        default_options = inputs["nfs_client_default_options"]
         found += [
             ("nfs_client_default_options", problem)
-            for problem in mount_option_problems(inputs["nfs_client_default_options"])
+            for problem in [
+                *mount_option_problems(default_options),
+                *([] if allow_weak else weak_mount_problems(default_options)),
+            ]
         ]
     if "nfs_client_wait_timeout" in inputs:
         problem = timeout_problem(inputs["nfs_client_wait_timeout"])
@@ -198,7 +240,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
             ("nfs_client_mounts", f"{mounts!r} is not a list; give a list of {{server, path, mountpoint, options}}"),
         ]
     for index, mount in enumerate(mounts, start=1):
-        found += [("nfs_client_mounts", problem) for problem in mount_problems(index, mount)]
+        found += [("nfs_client_mounts", problem) for problem in mount_problems(index, mount, bool(allow_weak))]
     points = [strip_slash(mount.get("mountpoint")) for mount in mounts if isinstance(mount, Mapping)]
     repeated = sorted({point for point in points if isinstance(point, str) and points.count(point) > 1})
     found += [

@@ -221,6 +221,14 @@ WEAK_OPTIONS = {
     ),
     "anonuid=0": "maps the squashed users (with all_squash: every user of every client) to root",
     "anongid=0": "maps the squashed users (with all_squash: every user of every client) to root's group",
+    "crossmnt": (
+        "exports every file system mounted below the export too, with its options (read-write, and as root with "
+        "no_root_squash), although no export names it"
+    ),
+    "nohide": (
+        "shows this export's file system to the clients of an export above it, through that export's mount, "
+        "with this one's options"
+    ),
 }
 WEAK_FIX = "remove it, or set nfs_server_allow_weak_options: true if that is really meant"
 

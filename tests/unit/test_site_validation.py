@@ -119,6 +119,22 @@ CASES: list[tuple[str, Any, str]] = [
     ("mount-option-space", cluster(horovod_nfs_mount_options=["nfsvers=4.2 ro"]), "horovod_nfs_mount_options"),
     ("mount-option-bad-version", cluster(horovod_nfs_mount_options=["nfsvers=9"]), "horovod_nfs_mount_options"),
     ("mount-options-string", cluster(horovod_nfs_mount_options="hard"), "horovod_nfs_mount_options"),
+    # weakening NFS options without their switch (nfs_client_allow_weak_options, nfs_server_allow_weak_options)
+    (
+        "mount-options-without-nosuid",
+        cluster(horovod_nfs_mount_options=["nfsvers=4.2", "hard", "nodev"]),
+        "lack nosuid: a set-user-ID program that root on another client puts on the share",
+    ),
+    (
+        "mount-options-with-dev",
+        cluster(horovod_nfs_mount_options=["nfsvers=4.2", "hard", "nosuid", "dev"]),
+        "option 'dev' undoes nodev",
+    ),
+    (
+        "export-options-crossmnt",
+        cluster(horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "no_root_squash", "crossmnt"]),
+        "option 'crossmnt' exports every file system mounted below the export too",
+    ),
     # node addresses
     ("address-network", host("server-b", ansible_host="10.0.0.0/8"), "is a network"),
     ("address-wide-network", host("server-b", ansible_host="0.0.0.0/1"), "is a network"),

@@ -14,7 +14,7 @@ def test_fstab_has_our_mounts_with_training_defaults(host):
     # The second mount is given as path /export/data/: its trailing slash is dropped.
     assert nfs_lines(host) == [
         ["10.213.7.10:/data1/share", "/data1/share", "nfs", "nfsvers=4.2,hard,_netdev,noatime,nosuid,nodev", "0", "0"],
-        ["nfs-a:/export/data", "/mnt/data", "nfs", "nfsvers=4.1,soft,ro", "0", "0"],
+        ["nfs-a:/export/data", "/mnt/data", "nfs", "nfsvers=4.1,soft,ro,nosuid,nodev", "0", "0"],
     ]
 
 

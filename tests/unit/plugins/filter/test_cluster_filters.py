@@ -353,6 +353,54 @@ def test_the_share_and_the_artifact_directory_are_mounted_without_setuid_files_o
     assert {"nosuid", "nodev"} <= set(role_default["nfs_client_default_options"])
 
 
+@pytest.mark.parametrize("option", ["crossmnt", "nohide"])
+def test_exports_that_reach_below_stop_in_the_gate_unless_allowed(option):
+    weak = everywhere(horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "no_root_squash", option])
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    refused = [e for e in report["errors"] if f"option {option!r}" in e]
+    assert len(refused) == 2 and all("nfs_server_allow_weak_options: true" in e for e in refused), report
+    weak["node_a"] = {**weak["node_a"], "nfs_server_allow_weak_options": True}
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    assert report["errors"] == []
+    warned = [w for w in report["warnings"] if w.startswith("nfs_server_allow_weak_options (on node-a) is true")]
+    assert warned and "crossmnt or nohide" in warned[0], report
+
+
+@pytest.mark.parametrize(
+    ("options", "fault"),
+    [
+        (["nfsvers=4.2", "hard", "_netdev", "noatime"], "lack nosuid"),
+        (["nfsvers=4.2", "hard", "nosuid"], "lack nodev"),
+        (["nfsvers=4.2", "hard", "suid", "nodev"], "option 'suid' undoes nosuid"),
+        (["nfsvers=4.2", "hard", "nosuid", "dev"], "option 'dev' undoes nodev"),
+    ],
+)
+def test_weak_mount_options_stop_in_the_gate_unless_allowed_with_a_warning(options, fault):
+    """Mounts without nosuid or nodev let root on one worker reach root on another (issue 42, finding 6)."""
+    weak = everywhere(horovod_nfs_mount_options=options)
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    refused = [e for e in report["errors"] if fault in e]
+    assert len(refused) == 2, report  # the share's mount and the artifact directory's
+    assert all("horovod_nfs_mount_options" in e and "nfs_client_allow_weak_options: true" in e for e in refused)
+    assert not any("nfs_client_allow_weak_options" in w for w in report["warnings"])
+    for name in ("node_b", "node_c"):
+        weak[name] = {**weak[name], "nfs_client_allow_weak_options": True}
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))
+    assert report["errors"] == []
+    warned = [w for w in report["warnings"] if w.startswith("nfs_client_allow_weak_options (on node-b, node-c) is")]
+    assert warned and "a set-user-ID program or a device node that root on one worker" in warned[0], report
+
+
+def test_a_string_of_mount_options_is_told_to_become_one_item_per_option():
+    """Issue 43: the advice for a string must be a list the NFS rules then take."""
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(horovod_nfs_mount_options="hard,nosuid")))
+    advice = [e for e in report["errors"] if e.startswith("horovod_nfs_mount_options (on every host)")]
+    assert advice and "'hard,nosuid' is a string, not a list; write one item each: [hard, nosuid]" in advice[0], report
+    assert "for one item" not in advice[0]
+    report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**everywhere(horovod_network_interfaces="eth0")))
+    assert any("'eth0' is a string, not a list; for one item write [eth0]" in e for e in report["errors"]), report
+
+
 def test_weak_export_options_stop_in_the_gate_unless_allowed_with_a_warning():
     weak = everywhere(horovod_nfs_export_options=["rw", "sync", "no_subtree_check", "no_root_squash", "insecure"])
     report = cluster.cluster_report(GOOD_GROUPS, good_hostvars(**weak))

@@ -23,6 +23,9 @@ def inputs(*mounts, **overrides):
     return values
 
 
+WEAK_OK = {"nfs_client_allow_weak_options": True}
+
+
 def mount(**fields):
     values = {"server": "192.0.2.10", "path": "/data1/share", "mountpoint": "/data1/share"}
     values.update(fields)
@@ -39,7 +42,7 @@ def test_role_defaults_and_the_scenario_mounts_are_sound():
                     server="nfs-a",
                     path="/export/data/",
                     mountpoint="/mnt/data",
-                    options=["nfsvers=4.1", "soft", "ro"],
+                    options=["nfsvers=4.1", "soft", "ro", "nosuid", "nodev"],
                     state="present",
                 ),
             )
@@ -74,12 +77,16 @@ def test_role_defaults_and_the_scenario_mounts_are_sound():
     ],
 )
 def test_sound_mounts_have_no_problems(fields):
+    options = fields.get("options")
+    if options is not None:  # each keeps nosuid and nodev (test_weak_mount_options_are_refused_unless_allowed)
+        fields = {**fields, "options": [*options, *(keep for keep in ("nosuid", "nodev") if keep not in options)]}
     assert rules.problems(inputs(mount(**fields))) == []
 
 
 @pytest.mark.parametrize("flag", rules.MOUNT_FLAGS)
 def test_every_flag_is_accepted_alone(flag):
-    assert rules.problems(inputs(mount(options=[flag]))) == []
+    # Alone, without nosuid and nodev: the switch lets that through (test_weak_mount_options_*).
+    assert rules.problems(inputs(mount(options=[flag]), **WEAK_OK)) == []
 
 
 @pytest.mark.parametrize("timeout", [1, 120, "6", 86400])
@@ -200,7 +207,7 @@ def test_bad_input_names_the_variable_and_the_problem(overrides, variable, fragm
 @pytest.mark.parametrize("group", rules.MOUNT_CONFLICTS)
 def test_every_contradiction_is_refused(group):
     options = [name + "=tcp" if name == "proto" else name for name in group]
-    found = rules.problems(inputs(mount(options=options)))
+    found = rules.problems(inputs(mount(options=options), **WEAK_OK))
     assert found == [
         (
             "nfs_client_mounts",
@@ -211,14 +218,14 @@ def test_every_contradiction_is_refused(group):
 
 @pytest.mark.parametrize("option", sorted(set(rules.MOUNT_OPTIONS) - set(rules.MOUNT_FLAGS)))
 def test_every_valued_option_needs_its_value(option):
-    found = rules.problems(inputs(mount(options=[option])))
+    found = rules.problems(inputs(mount(options=[option]), **WEAK_OK))
     assert found == [("nfs_client_mounts", found[0][1])]
     assert f"option {option!r} needs a value" in found[0][1]
 
 
 def test_each_problem_is_reported():
     found = rules.problems(inputs(mount(server="a:/b", path="rel", options=["hard", "soft", "nfsvers=2"])))
-    assert len(found) == 4, found
+    assert len(found) == 6, found  # with the two of nosuid, nodev that the options lack
 
 
 @pytest.mark.parametrize(
@@ -246,7 +253,8 @@ def test_missing_variables_are_not_checked():
 
 
 def test_messages_leave_the_variable_name_to_the_caller():
-    found = rules.problems(inputs(mount(server=""), nfs_client_default_options=["x"], nfs_client_wait_timeout=0))
+    given = {"nfs_client_default_options": ["x"], "nfs_client_wait_timeout": 0, **WEAK_OK}
+    found = rules.problems(inputs(mount(server=""), **given))
     assert len(found) == 3
     assert not [message for name, message in found if message.startswith(name)]
 
@@ -312,3 +320,43 @@ def test_a_trailing_slash_is_dropped_in_one_place_only():
             text = path.read_text()
             found += [f"{path.relative_to(repo)}: {pattern}" for pattern in TRAILING_SLASH_PATTERNS if pattern in text]
     assert found == [], "drop trailing slashes with strip_slash (plugins/module_utils/paths.py), not again here"
+
+
+@pytest.mark.parametrize(
+    ("options", "fragments"),
+    [
+        (["hard"], ["the options ['hard'] lack nosuid: a set-user-ID program", "lack nodev: a device node"]),
+        (["hard", "nodev"], ["the options ['hard', 'nodev'] lack nosuid"]),
+        (["hard", "nosuid"], ["the options ['hard', 'nosuid'] lack nodev"]),
+        (["hard", "suid", "nodev"], ["option 'suid' undoes nosuid: a set-user-ID program"]),
+        (["hard", "nosuid", "dev"], ["option 'dev' undoes nodev: a device node"]),
+        (["defaults"], ["lack nosuid", "lack nodev"]),
+    ],
+)
+@pytest.mark.parametrize("where", ["nfs_client_mounts", "nfs_client_default_options"])
+def test_weak_mount_options_are_refused_unless_allowed(options, fragments, where):
+    """A mount without nosuid or nodev lets root on another client reach root here (issue 42, finding 6)."""
+    given = {where: [mount(options=options)] if where == "nfs_client_mounts" else options}
+    found = rules.problems(inputs(**given))
+    assert [variable for variable, _ in found] == [where] * len(fragments), found
+    for fragment, (_, message) in zip(fragments, found, strict=True):
+        assert fragment in message, message
+        assert message.endswith("or set nfs_client_allow_weak_options: true if that is really meant"), message
+    assert rules.problems(inputs(**given, **WEAK_OK)) == []
+    assert rules.problems(inputs(**given, nfs_client_allow_weak_options="yes")) == []
+
+
+def test_a_mount_without_options_is_judged_by_the_default_options():
+    found = rules.problems(inputs(mount(), nfs_client_default_options=["hard"]))
+    assert [variable for variable, _ in found] == ["nfs_client_default_options"] * 2, found
+
+
+def test_the_weak_switch_is_a_boolean():
+    found = rules.problems(inputs(nfs_client_allow_weak_options="maybe"))
+    assert found == [("nfs_client_allow_weak_options", "'maybe' is not a boolean; use true or false")]
+
+
+def test_the_role_warns_when_weak_mount_options_are_allowed():
+    task = " ".join((Path(__file__).resolve().parents[4] / "roles/nfs_client/tasks/assert.yml").read_text().split())
+    assert "when: nfs_client_allow_weak_options | bool" in task
+    assert "nfs_client_allow_weak_options is true" in task

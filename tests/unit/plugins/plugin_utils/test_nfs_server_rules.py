@@ -54,7 +54,7 @@ def test_role_defaults_and_the_scenario_exports_are_sound():
         {"owner": "ml-user", "group": "_ml.group", "mode": "755"},
         {"owner": None, "group": None, "mode": None, "options": None},
         {"options": []},
-        {"options": ["ro", "async", "secure", "no_wdelay", "nohide", "crossmnt", "subtree_check", "insecure_locks"]},
+        {"options": ["ro", "async", "secure", "no_wdelay", "hide", "nocrossmnt", "subtree_check", "insecure_locks"]},
         {"options": ["fsid=root", "sec=krb5p:krb5i:krb5:sys", "anonuid=65534", "anongid=65534", "all_squash"]},
         {"options": ["fsid=0", "no_root_squash", "mountpoint", "no_all_squash", "acl", "pnfs", "security_label"]},
         {"options": ["fsid=4294967295", "mp=/data1", "root_squash", "all_squash"]},
@@ -79,6 +79,8 @@ def test_every_flag_is_accepted_alone(flag):
         ("insecure", "from any port of a client, so any user there (not only root"),
         ("anonuid=0", "maps the squashed users (with all_squash: every user of every client) to root"),
         ("anongid=0", "to root's group"),
+        ("crossmnt", "exports every file system mounted below the export too"),
+        ("nohide", "shows this export's file system to the clients of an export above it"),
     ],
 )
 @pytest.mark.parametrize("where", ["export", "default options"])
@@ -96,7 +98,9 @@ def test_weak_options_are_refused_unless_allowed(option, opens, where):
         assert rules.problems({**weak, "nfs_server_allow_weak_options": allow}) == []
 
 
-@pytest.mark.parametrize("options", [["anonuid=65534", "anongid=65534", "all_squash"], ["anonuid=00"], ["secure"]])
+@pytest.mark.parametrize(
+    "options", [["anonuid=65534", "anongid=65534", "all_squash"], ["anonuid=00"], ["secure"], ["nocrossmnt", "hide"]]
+)
 def test_other_anonymous_ids_and_secure_are_not_weak(options):
     assert not [message for _unused, message in rules.problems(inputs(export(options=options))) if "weak" in message]
 
