@@ -12,19 +12,27 @@ host list, status and stop, pass none); the host list, when given, must not be e
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import code_dest
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_manifest import compare_names
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, path_problem
 from ansible_collections.multinode.horovod.plugins.module_utils.values import container_name_problem, switch
 from ansible_collections.multinode.horovod.plugins.module_utils.worker_reports import INTERFACE_SHAPE, is_interface_name
+from ansible_collections.multinode.horovod.plugins.plugin_utils.code_paths import (
+    code_path,
+    home_dir,
+    leads_onto,
+    places,
+    resolve,
+)
 
 Problems = list[tuple[str, str]]
 
@@ -118,9 +126,10 @@ RESERVED_ARGS = {
 # root runs it in the container that holds the cluster's key. Programs that run the script named by
 # their first word that is not an option:
 INTERPRETER_RE = re.compile(r"(python|pypy)[0-9.]*|(ba|da|z)?sh")
-# Variables of horovod_launch_env whose components name code every rank loads (PATH and LD_PRELOAD are
-# refused whatever they hold: RESERVED_ENV).
-CODE_PATH_VARS = ("PYTHONPATH", "LD_LIBRARY_PATH")
+# The variables of horovod_launch_env from which a rank loads code are code_paths.CODE_PATH_VARIABLES
+# (PATH, LD_PRELOAD and the like are refused whatever they hold: RESERVED_ENV).
+# GNU env's options that take a value (-u NAME, -C DIR, -S STRING), short and long.
+ENV_VALUED = {"-u": "-u", "--unset": "-u", "-C": "-C", "--chdir": "-C", "-S": "-S", "--split-string": "-S"}
 
 # Names horovod_launch_env may not set, by group, with why and the fix: each rank loads the environment
 # after horovodrun set its own, so these would change how ranks are reached, loaded or told apart. A
@@ -421,41 +430,131 @@ def _directories(inputs: Mapping[str, Any]) -> Problems:
     return out
 
 
-def _script(command: list[str]) -> str | None:
-    """The file a command runs: its program, or the script that an interpreter's first word that is not
-    an option names (also through ``env``); None when it runs none (``python3 -c CODE``, ``-m MODULE``)."""
+@dataclass
+class _Launch:
+    """What a command runs: the word that names the file (None: none, as with ``python3 -c``, ``-m``),
+    whether it is a path even without a ``/`` (an interpreter's script; a program's bare name is found on
+    PATH), the directory it runs in (``env -C`` changes it; None: unknown), and the variables set on the
+    way (``env NAME=VALUE``, ``python3 -X pycache_prefix=DIR``), each with the word that set it."""
+
+    word: str | None = None
+    script: bool = False
+    cwd: str | None = None
+    env: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _env_words(words: list[str], launch: _Launch) -> list[str]:
+    """The words after GNU env's options and NAME=VALUE assignments, recording those in `launch`."""
+    while words:
+        word = words[0]
+        name, equals, value = word.partition("=")
+        option = ENV_VALUED.get(name if word.startswith("--") else word[:2])
+        if word == "--":
+            return words[1:]
+        if option:
+            if word.startswith("--"):
+                value, words = (value, words[1:]) if equals else ((words[1:] or [""])[0], words[2:])
+            else:
+                value, words = (word[2:], words[1:]) if word[2:] else ((words[1:] or [""])[0], words[2:])
+            if option == "-C":
+                launch.cwd = resolve(value, launch.cwd, None)
+            elif option == "-S":
+                words = value.split() + words
+        elif word.startswith("-"):
+            words = words[1:]
+        elif equals and ENV_RE.fullmatch(name):
+            launch.env[name] = (value, word)
+            words = words[1:]
+        else:
+            return words
+    return words
+
+
+def _launch(command: list[str], cwd: str | None) -> _Launch:
+    """What `command`, started in `cwd`, runs: its program, or the script that an interpreter's first word
+    that is not an option names (also through ``env``)."""
+    launch = _Launch(cwd=cwd)
     words = list(command)
     while words and words[0].rsplit("/", 1)[-1] == "env":
-        words = words[1:]
-        while words and (words[0].startswith("-") or "=" in words[0]):
-            words = words[1:]
+        words = _env_words(words[1:], launch)
     match = INTERPRETER_RE.fullmatch(words[0].rsplit("/", 1)[-1]) if words else None
     if not match:
-        return words[0] if words else None
+        launch.word = words[0] if words else None
+        return launch
     python = bool(match.group(1))
     no_script, valued = ("cm", "WX") if python else ("c", "oO")
     rest = iter(words[1:])
     for arg in rest:
         if arg == "--":
-            return next(rest, None)
+            launch.word, launch.script = next(rest, None), True
+            return launch
         if arg == "-" or not arg.startswith(("-", "+")) or (python and arg.startswith("+")):
-            return arg
+            launch.word, launch.script = arg, True
+            return launch
         if arg.startswith("--"):
             continue
         # Letters run together (python3 -uc CODE, bash -eo pipefail); a value may be glued on (-Wignore).
         for position, letter in enumerate(arg[1:], start=1):
             if letter in no_script:
-                return None
+                return launch
             if letter in valued:
-                if position == len(arg) - 1:
-                    next(rest, None)
+                value = arg[position + 1 :] if position < len(arg) - 1 else next(rest, "")
+                # -X pycache_prefix=DIR: where Python reads compiled modules, as PYTHONPYCACHEPREFIX.
+                if python and letter == "X" and value.startswith("pycache_prefix="):
+                    launch.env["PYTHONPYCACHEPREFIX"] = (value.partition("=")[2], f"-X {value}")
                 break
-    return None
+    return launch
+
+
+def _working_dir(inputs: Mapping[str, Any], share: str) -> str | None:
+    """Where every rank starts (horovod_launch.plan: the given directory, else the checkout, else the
+    artifact directory, else the share); None when that directory is malformed (_directories says so)."""
+    workdir = inputs.get(f"{P}workdir", "")
+    if workdir == "":
+        code = {key: inputs.get(f"{P}{key}", "") for key in ("code_repo", "code_dest", "artifact_dir", "share_dir")}
+        if not isinstance(code["code_repo"], str):
+            return None
+        workdir = code_dest(code) or code["artifact_dir"] or share
+    return workdir if isinstance(workdir, str) and not path_problem(workdir) else None
+
+
+def _code_env(
+    env: Mapping[str, str], cwd: str | None, share: str, allowed: str, opt_in: str, *, reserved: bool = False
+) -> list[tuple[str, str]]:
+    """For each variable of `env` (name -> value) that leads onto the share (CODE_PATH_VARIABLES): the name
+    and why, with the fix. The value itself is not quoted (see _env). Names of RESERVED_ENV count only
+    when `reserved` (a command's own ``env NAME=VALUE``): horovod_launch_env refuses them outright."""
+    out = []
+    home = home_dir(env, cwd)
+    for name, value in env.items():
+        row = code_path(name)
+        if row is None or (_reserved_env(name) and not reserved):
+            continue
+        for where, how in places(row, value, cwd, home if name != "HOME" else None):
+            if leads_onto(where, share):
+                base = f" {cwd}" if "working directory" in how else f" {home}" if "home directory" in how else ""
+                place = (
+                    "leave it unset (its default is in the container) or point it at a directory of the container"
+                    if row.cache
+                    else f"put what it names below {allowed}, or remove it"
+                )
+                out.append(
+                    (
+                        name,
+                        f"{name} {'is on' if where.startswith('/') else 'may lead onto'} the share {share!r} "
+                        f"({how}{base}): {row.reader} loads code from it "
+                        f"({row.loads}), and root on any worker may change the share; {place}, {opt_in}",
+                    )
+                )
+                break
+    return out
 
 
 def _share_code(inputs: Mapping[str, Any]) -> Problems:
     """What every rank executes that comes from the share (root on any worker may change it), refused
-    unless horovod_launch_allow_share_code. Data arguments on the share stay allowed."""
+    unless horovod_launch_allow_share_code. Data arguments on the share stay allowed. Paths are resolved
+    as the rank sees them: relative ones against its working directory, ``~`` through its home, ``..``
+    normalised."""
     allow = _flag(inputs.get(f"{P}allow_share_code", False))
     if not isinstance(allow, bool):
         return [(f"{P}allow_share_code", f"{shown(allow)} is not true or false")]
@@ -463,12 +562,11 @@ def _share_code(inputs: Mapping[str, Any]) -> Problems:
     if allow or not isinstance(share, str) or path_problem(share):
         return []
     artifacts = _artifact_dir(inputs, share, None)[1]
-    where = (
-        f"below the artifact directory {artifacts} (only the master writes it)"
+    allowed = (
+        f"the artifact directory {artifacts} (only the master writes it)"
         if artifacts
         else (
-            f"below an artifact directory only the master writes ({P}artifact_dir, empty now; site.yml: "
-            "horovod_artifact_dir)"
+            f"an artifact directory only the master writes ({P}artifact_dir, empty now; site.yml: horovod_artifact_dir)"
         )
     )
     why = (
@@ -479,39 +577,46 @@ def _share_code(inputs: Mapping[str, Any]) -> Problems:
         f"or set {P}allow_share_code: true, which lets root on any worker run code as root in the master's "
         "container and from there in every container"
     )
-    fix = f"{why}; put it {where} or check the code out with {P}code_repo, {opt_in}"
+    fix = f"{why}; put it below {allowed} or check the code out with {P}code_repo, {opt_in}"
     out: Problems = []
     for name in (f"{P}runs_dir", f"{P}example_dir", f"{P}code_dest", f"{P}workdir"):
         value = inputs.get(name)
         # A malformed path, or the checkout on the share itself, is _directories' problem alone.
         if _is_on(value, share) and not path_problem(value) and not (name == f"{P}code_dest" and value == share):
-            placed = f"{why}; put it {where}, {opt_in}" if name in (f"{P}runs_dir", f"{P}example_dir") else fix
+            placed = f"{why}; put it below {allowed}, {opt_in}" if name in (f"{P}runs_dir", f"{P}example_dir") else fix
             out.append((name, f"{value!r} is on the share {share!r}; {placed}"))
     if inputs.get(f"{P}workdir") == "" and not inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
         out.append((f"{P}workdir", f"'' is the share {share!r} here (no {P}artifact_dir, no code repository); {fix}"))
     if inputs.get(f"{P}code_dest") == "" and inputs.get(f"{P}code_repo") and inputs.get(f"{P}artifact_dir", "") == "":
         out.append((f"{P}code_dest", f"'' is a directory of the share {share!r} here (no {P}artifact_dir); {fix}"))
+    cwd = _working_dir(inputs, share)
     command = inputs.get(f"{P}command")
     if isinstance(command, list | tuple) and all(isinstance(word, str | int | float) for word in command):
-        script = _script([str(word) for word in command])
-        if _is_on(script, share):
-            out.append((f"{P}command", f"runs {script!r}, which is on the share {share!r}; {fix}"))
+        launch = _launch([str(word) for word in command], cwd)
+        word = launch.word
+        path = resolve(word, launch.cwd, None) if word and (launch.script or "/" in word) else None
+        if word and path and is_inside(path, share):
+            shown_path = "" if path == word else f" ({path} from the working directory {launch.cwd})"
+            out.append((f"{P}command", f"runs {word!r}{shown_path}, which is on the share {share!r}; {fix}"))
+        elif word and launch.cwd is not None and launch.cwd != cwd and is_inside(launch.cwd, share):
+            out.append((f"{P}command", f"runs {word!r} in {launch.cwd}, which is on the share {share!r}; {fix}"))
+        given = {name: value for name, (value, _word) in launch.env.items()}
+        for name, message in _code_env(given, launch.cwd, share, allowed, opt_in, reserved=True):
+            out.append((f"{P}command", f"sets {launch.env[name][1].partition('=')[0]}: {message}"))
     env = inputs.get(f"{P}env")
-    for name in CODE_PATH_VARS if isinstance(env, Mapping) else ():
-        parts = re.split(r"[:\s]+", str(env.get(name, "")))
-        if any(_is_on(part, share) for part in parts):
-            # The value itself is not quoted (see _env).
-            out.append((f"{P}env", f"{name} names a directory or file on the share {share!r}; {fix}"))
+    if isinstance(env, Mapping):
+        plain = {
+            name: str(value)
+            for name, value in env.items()
+            if isinstance(name, str) and isinstance(value, str | int | float) and not isinstance(value, bool)
+        }
+        out += [(f"{P}env", message) for _name, message in _code_env(plain, cwd, share, allowed, opt_in)]
     return out
 
 
 def _is_on(value: object, share: str) -> bool:
     """Whether `value` is an absolute path on the share, however it is written (a/../share/x)."""
-    return (
-        isinstance(value, str)
-        and value.startswith("/")
-        and is_inside(posixpath.normpath("/" + value.lstrip("/")), share)
-    )
+    return isinstance(value, str) and value.startswith("/") and is_inside(resolve(value, None, None) or "", share)
 
 
 def _names(inputs: Mapping[str, Any]) -> Problems:

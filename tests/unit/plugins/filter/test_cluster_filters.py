@@ -493,6 +493,18 @@ def test_the_inventory_may_place_the_launch_directories_itself():
         ({"node_a": {"horovod_launch_runs_dir": "/data1/share/runs"}}, "horovod_launch_runs_dir: '/data1/share/runs'"),
         ({"node_a": {"horovod_launch_workdir": "/data1/share/w"}}, "horovod_launch_workdir: '/data1/share/w' is on"),
         ({"node_a": {"horovod_launch_env": {"PYTHONPATH": "/data1/share/lib"}}}, "horovod_launch_env: PYTHONPATH"),
+        # Issue 42: any variable a rank loads code from (code_paths.CODE_PATH_VARIABLES), and a relative
+        # script, resolved as the rank sees them (the working directory is the artifact directory).
+        ({"node_a": {"horovod_launch_env": {"HOME": "/data1/share/home"}}}, "horovod_launch_env: HOME is on"),
+        (
+            {"node_a": {"horovod_launch_env": {"TORCHINDUCTOR_CACHE_DIR": "../share/inductor"}}},
+            "horovod_launch_env: TORCHINDUCTOR_CACHE_DIR is on",
+        ),
+        (
+            everywhere(horovod_train_command=["python3", "../../data1/share/train.py"]),
+            "horovod_train_command (as horovod_launch_command): runs '../../data1/share/train.py' "
+            "(/data1/share/train.py from the working directory /data1/artifacts)",
+        ),
     ],
 )
 def test_what_the_ranks_execute_on_the_share_stops_in_the_gate_unless_allowed_with_a_warning(values, named):

@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 import yaml
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
+from ansible_collections.multinode.horovod.plugins.plugin_utils import code_paths
 from ansible_collections.multinode.horovod.plugins.plugin_utils import horovod_launch_rules as rules
 
 REPO = Path(__file__).resolve().parents[4]
@@ -351,8 +353,12 @@ BAD = [
         "or set horovod_launch_allow_share_code: true, which lets root on any worker run code as root in the "
         "master's container and from there in every container",
     ),
-    ({"env": {"PYTHONPATH": f"/opt/lib:{SHARE}/lib"}}, "env", "PYTHONPATH names a directory or file on the share"),
-    ({"env": {"LD_LIBRARY_PATH": f"{SHARE}/lib"}}, "env", "LD_LIBRARY_PATH names a directory or file on the"),
+    (
+        {"env": {"PYTHONPATH": f"/opt/lib:{SHARE}/lib"}},
+        "env",
+        "PYTHONPATH is on the share '/data1/share' (absolute)",
+    ),
+    ({"env": {"LD_LIBRARY_PATH": f"{SHARE}/lib"}}, "env", "LD_LIBRARY_PATH is on the share"),
     ({"allow_share_code": "maybe"}, "allow_share_code", "'maybe' is not true or false"),
 ]
 
@@ -634,3 +640,212 @@ def test_the_role_warns_when_the_workers_are_trusted():
     task = " ".join((REPO / "roles/horovod_launch/tasks/assert.yml").read_text().split())
     assert "when: horovod_launch_trust_workers | bool" in task
     assert "root on every worker is trusted with root in the master's container" in task
+
+
+# Issue 42, finding 5: every variable from which a rank loads code (code_paths.CODE_PATH_VARIABLES),
+# and one name of each family, with a value on the share. A DIRS/PATH value may be relative; a PROGRAM
+# value needs a "/" (a bare name is looked up on PATH or the loader's path).
+CODE_ON_SHARE = {
+    "PYTHONPATH": f"{SHARE}/lib",
+    "PYTHONUSERBASE": f"{SHARE}/user",
+    "PYTHONPYCACHEPREFIX": f"{SHARE}/pyc",
+    "PYTHONSTARTUP": f"{SHARE}/startup.py",
+    "PYTHONPLATLIBDIR": f"{SHARE}/lib",
+    "PYTHONEXECUTABLE": f"{SHARE}/python3",  # PYTHON*
+    "HOME": f"{SHARE}/home",
+    "XDG_CACHE_HOME": f"{SHARE}/cache",  # XDG_*
+    "XDG_DATA_DIRS": f"/usr/share:{SHARE}/data",
+    "TMPDIR": f"{SHARE}/tmp",
+    "TMP": f"{SHARE}/tmp",
+    "TEMP": f"{SHARE}/tmp",
+    "LD_LIBRARY_PATH": f"{SHARE}/lib",
+    "LD_ORIGIN_PATH": f"{SHARE}/bin",
+    "GCONV_PATH": f"{SHARE}/gconv",
+    "LOCPATH": f"{SHARE}/locale",
+    "NLSPATH": f"{SHARE}/%N",
+    "NCCL_NET_PLUGIN": f"{SHARE}/libnccl-net.so",
+    "NCCL_TUNER_PLUGIN": f"{SHARE}/libnccl-tuner.so",
+    "NCCL_PROFILER_PLUGIN": f"{SHARE}/libnccl-profiler.so",
+    "NCCL_ENV_PLUGIN": f"{SHARE}/libnccl-env.so",
+    "NCCL_GIN_PLUGIN": f"{SHARE}/libnccl-gin.so",  # NCCL_*_PLUGIN
+    "NCCL_CONF_FILE": f"{SHARE}/nccl.conf",
+    "TORCH_HOME": f"{SHARE}/torch",
+    "TORCH_EXTENSIONS_DIR": f"{SHARE}/ext",
+    "TORCHINDUCTOR_CACHE_DIR": f"{SHARE}/inductor",
+    "PYTORCH_KERNEL_CACHE_PATH": f"{SHARE}/kernels",
+    "TRITON_CACHE_DIR": f"{SHARE}/triton",
+    "TRITON_HOME": f"{SHARE}/triton-home",
+    "TRITON_PTXAS_PATH": f"{SHARE}/ptxas",  # TRITON_*
+    "CUDA_CACHE_PATH": f"{SHARE}/nv",
+    "CUDA_HOME": f"{SHARE}/cuda",
+    "CUDA_PATH": f"{SHARE}/cuda",
+    "CC": f"ccache {SHARE}/gcc",
+    "CXX": f"{SHARE}/g++",
+    "CCACHE_DIR": f"{SHARE}/ccache",  # CCACHE_*
+    "SCCACHE_DIR": f"{SHARE}/sccache",
+    "NUMBA_CACHE_DIR": f"{SHARE}/numba",
+    "CUPY_CACHE_DIR": f"{SHARE}/cupy",
+    "OMPI_MCA_mca_base_component_path": f"/usr/lib/openmpi:{SHARE}/mca",  # OMPI_MCA_*
+    "PRTE_MCA_mca_base_param_files": f"{SHARE}/prte.conf",  # PRTE_MCA_*
+    "PMIX_MCA_mca_base_component_path": f"{SHARE}/pmix",  # PMIX_MCA_*
+    "OPAL_PREFIX": f"{SHARE}/openmpi",
+}
+
+
+def test_every_code_path_variable_is_tried_on_the_share():
+    """Each row of the one list, and a member of each family that has no row of its own; the names the
+    environment rule refuses outright (RESERVED_ENV) are tried by the test of those."""
+    table = code_paths.CODE_PATH_VARIABLES
+    for key in table:
+        if "*" in key:
+            assert any(fnmatch.fnmatchcase(name, key) and name not in table for name in CODE_ON_SHARE), key
+        elif rules._reserved_env(key):
+            assert key in REFUSED_ENV, key
+        else:
+            assert key in CODE_ON_SHARE, key
+    assert all(code_paths.code_path(name) for name in CODE_ON_SHARE)
+
+
+@pytest.mark.parametrize("name", CODE_ON_SHARE)
+def test_a_variable_that_loads_code_from_the_share_is_refused(name):
+    found = problems(env={"NCCL_DEBUG": "INFO", name: CODE_ON_SHARE[name]})
+    assert [v for v, _unused in found] == ["horovod_launch_env"], found
+    assert found[0][1].startswith(f"{name} is on the share '/data1/share'"), found
+    assert "horovod_launch_allow_share_code: true" in found[0][1], found
+    assert problems(env={name: CODE_ON_SHARE[name]}, allow_share_code=True) == []
+
+
+@pytest.mark.parametrize("name", CODE_ON_SHARE)
+def test_a_variable_that_loads_code_from_the_artifact_directory_is_allowed(name):
+    value = CODE_ON_SHARE[name].replace(SHARE, ARTIFACTS)
+    assert problems(env={name: value}) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "changes"),
+    [
+        # path lists: one entry on the share is enough (ld.so also separates with ';')
+        ({"PYTHONPATH": f"/opt/lib:{ARTIFACTS}/lib:{SHARE}/lib"}, {}),
+        ({"LD_LIBRARY_PATH": f"/usr/local/cuda/lib64;{SHARE}/lib"}, {}),
+        ({"GCONV_PATH": f"/usr/lib/gconv:{SHARE}/x"}, {}),
+        # relative values: below the working directory (the artifact directory by default)
+        ({"LD_LIBRARY_PATH": "/opt/lib:../share/lib"}, {}),
+        ({"PYTHONUSERBASE": "../../data1/share/user"}, {}),
+        ({"TRITON_CACHE_DIR": "../share/triton"}, {}),
+        ({"PYTHONPATH": "lib"}, {"workdir": f"{SHARE}/w", "allow_share_code": False}),
+        ({"NCCL_NET_PLUGIN": "../share/libnccl-net-x.so"}, {}),
+        ({"PYTHONPATH": "../../../share/lib"}, {"workdir": f"{ARTIFACTS}/a/b"}),
+        # an empty entry of a list is the working directory
+        ({"PYTHONPATH": "/opt/lib:"}, {"workdir": f"{SHARE}/w"}),
+        ({"LD_LIBRARY_PATH": "::/opt/lib"}, {"workdir": f"{SHARE}/w"}),
+        # '..' normalised
+        ({"PYTHONUSERBASE": f"{ARTIFACTS}/../share/user"}, {}),
+        ({"PYTHONPATH": f"/opt/lib:{ARTIFACTS}/x/../../share/lib"}, {}),
+        ({"TORCH_EXTENSIONS_DIR": f"//{SHARE}/./ext"}, {}),
+        # '~': the home directory, the run's HOME when it sets one
+        ({"HOME": f"{SHARE}/home", "TORCH_HOME": "/root/.cache/torch"}, {}),
+        ({"HOME": "../share/home"}, {}),
+        ({"TORCHINDUCTOR_CACHE_DIR": f"~/../..{SHARE}/inductor"}, {}),
+        ({"HOME": f"{ARTIFACTS}/../share", "NCCL_GIN_PLUGIN": "x"}, {}),
+        # a relative path that climbs out of a directory only the image knows may lead anywhere
+        ({"PYTHONPLATLIBDIR": "../../data1/share/lib"}, {}),
+        ({"LD_LIBRARY_PATH": "$ORIGIN/../../../data1/share"}, {}),
+        ({"LD_LIBRARY_PATH": "/opt/lib:${ORIGIN}/../../share/lib"}, {}),
+        ({"PYTHONPLATLIBDIR": "../share"}, {}),
+    ],
+)
+def test_a_code_path_is_resolved_as_the_rank_sees_it_before_the_share_rule(env, changes):
+    found = problems(env=env, **changes)
+    refused = [message for variable, message in found if variable == "horovod_launch_env"]
+    assert len(refused) == 1 and "the share '/data1/share'" in refused[0], found
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PYTHONPATH": "lib:src:"},  # below the artifact directory, the working directory
+        {"LD_LIBRARY_PATH": "$ORIGIN/../lib:${ORIGIN}/lib:/opt/$LIB"},
+        {"PYTHONPLATLIBDIR": "lib64"},
+        {"PYTHONPLATLIBDIR": "../lib/x/../../data1"},
+        {"NCCL_NET_PLUGIN": "aws-ofi", "NCCL_TUNER_PLUGIN": "libnccl-tuner-x.so", "CC": "ccache gcc"},
+        {"TORCH_HOME": "~/.cache/torch", "TRITON_CACHE_DIR": "~root/.triton/cache", "HOME": "/root"},
+        {"HOME": f"{ARTIFACTS}/home", "TORCH_HOME": "~/torch"},
+        {"PYTHONWARNINGS": "ignore::DeprecationWarning", "PYTHONIOENCODING": "utf-8:strict"},
+        {"OMPI_MCA_btl": "^openib", "NCCL_DEBUG_FILE": f"{SHARE}/nccl.%h.%p.log", "NCCL_TOPO_DUMP_FILE": f"{SHARE}/t"},
+        {"HOROVOD_TIMELINE": f"{SHARE}/timeline.json", "TORCH_TRACE": f"{SHARE}/trace", "DATA": f"{SHARE}/x"},
+        {"TRITON_CACHE_DIR": "", "PYTHONPATH": ""},
+    ],
+)
+def test_code_paths_off_the_share_and_outputs_on_it_are_allowed(env):
+    assert problems(env=env) == []
+
+
+def test_a_code_path_on_the_share_names_what_it_loads_and_a_cache_gets_a_place_in_the_container():
+    ((_name, message),) = problems(env={"PYTHONUSERBASE": "../share/u"})
+    assert "relative to the working directory /data1/artifacts" in message, message
+    assert ".pth files" in message and "put what it names below the artifact directory /data1/artifacts" in message
+    ((_name, message),) = problems(env={"TRITON_CACHE_DIR": f"{SHARE}/triton"})
+    assert "Triton loads code from it (the GPU kernels and launchers it compiles)" in message, message
+    assert "leave it unset (its default is in the container) or point it at a directory of the container" in message
+    # "~" is the run's HOME: below the share, everything under it is too, and each variable is named.
+    assert problems(env={"TORCH_HOME": "~/t", "HOME": f"{ARTIFACTS}/h"}) == []
+    found = problems(env={"TORCH_HOME": "~/t", "HOME": f"{ARTIFACTS}/../share"})
+    assert [message.split(" (")[0] for _name, message in found] == [
+        "TORCH_HOME is on the share '/data1/share'",
+        "HOME is on the share '/data1/share'",
+    ], found
+    assert "(through the home directory /data1/share)" in found[0][1], found
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        (["python3", "../../data1/share/train.py"], {}),
+        (["python3", "../share/train.py", "--epochs", "3"], {}),
+        (["../share/run.sh"], {}),
+        (["./run.sh"], {"workdir": f"{SHARE}/w", "allow_share_code": False}),
+        (["python3", "../../../share/x.py"], {"workdir": f"{ARTIFACTS}/a/b"}),
+        (["bash", "-e", "../share/run.sh"], {}),
+        (["env", "A=1", "python3", "../share/x.py"], {}),
+        (["env", "-u", "X", "python3", f"{SHARE}/x.py"], {}),
+        (["env", "--unset", "X", "python3", f"{SHARE}/x.py"], {}),
+        (["env", "-C", SHARE, "python3", "x.py"], {}),
+        (["env", f"--chdir={SHARE}", "./x"], {}),
+        (["env", "-S", f"python3 {SHARE}/x.py"], {}),
+        (["env", "PYTHONPATH=../share/lib", "python3", f"{ARTIFACTS}/x.py"], {}),
+        (["env", f"HOME={SHARE}", "python3", f"{ARTIFACTS}/x.py"], {}),
+        (["env", f"LD_PRELOAD={SHARE}/x.so", "python3", "train.py"], {}),
+        (["env", f"PATH={SHARE}/bin:/usr/bin", "python3", "train.py"], {}),
+        (["python3", "-X", f"pycache_prefix={SHARE}/pyc", f"{ARTIFACTS}/x.py"], {}),
+        (["python3", f"-Xpycache_prefix={SHARE}/pyc", "-m", "trainer"], {}),
+    ],
+)
+def test_what_a_relative_command_runs_is_resolved_against_the_working_directory(command, changes):
+    found = problems(command=command, **changes)
+    refused = [message for variable, message in found if variable == "horovod_launch_command"]
+    assert len(refused) == 1 and "the share '/data1/share'" in refused[0], found
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["python3", "train.py"],
+        ["python3", "../artifacts/train.py"],
+        ["./run.sh", "--data", "../share/data"],
+        ["torchrun", "--nproc-per-node", "2", "train.py"],  # a bare program is found on PATH
+        ["env", "-C", f"{ARTIFACTS}/x", "python3", "../y.py"],
+        ["env", "PYTHONPATH=lib", "NCCL_DEBUG=INFO", "python3", "-m", "trainer"],
+        ["python3", "-X", "importtime", "train.py"],
+        ["env", "LD_PRELOAD=libtcmalloc.so.4", "PATH=/opt/conda/bin:/usr/bin", "python3", "train.py"],
+    ],
+)
+def test_a_relative_command_in_the_artifact_directory_is_allowed(command):
+    assert problems(command=command) == []
+
+
+def test_a_relative_command_names_where_it_leads():
+    ((_name, message),) = problems(command=["python3", "../../data1/share/train.py"])
+    assert message.startswith(
+        "runs '../../data1/share/train.py' (/data1/share/train.py from the working directory /data1/artifacts), "
+        "which is on the share '/data1/share'"
+    ), message
