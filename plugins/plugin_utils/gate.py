@@ -89,9 +89,10 @@ OPT_INS = {
     ),
     "horovod_launch_allow_share_code": (
         "what every rank executes may come from horovod_share_dir (the command's program or script, the working "
-        "directory, the runs, example and code directories, PYTHONPATH, LD_LIBRARY_PATH, LD_PRELOAD or PATH of "
-        "horovod_launch_env), so root on any worker can run code as root in the master's container, and from "
-        "there in every container"
+        "directory, the runs, example and code directories, and the variables of horovod_launch_env that load "
+        "code: HOME, PYTHONPATH, LD_LIBRARY_PATH, NCCL_NET_PLUGIN, TORCHINDUCTOR_CACHE_DIR and the others of "
+        "code_paths.CODE_PATH_VARIABLES), so root on any worker can run code as root in the master's container, "
+        "and from there in every container"
     ),
     "container_sshd_allow_any_source": (
         "container_sshd_allow_from may admit every address, so root may log in to the containers (the master's "

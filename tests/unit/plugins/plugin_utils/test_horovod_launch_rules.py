@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import re
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,6 +15,7 @@ import yaml
 from ansible_collections.multinode.horovod.plugins.filter.role_rules import role_problems
 from ansible_collections.multinode.horovod.plugins.plugin_utils import code_paths
 from ansible_collections.multinode.horovod.plugins.plugin_utils import horovod_launch_rules as rules
+from ansible_collections.multinode.horovod.plugins.plugin_utils.gate import OPT_INS
 
 REPO = Path(__file__).resolve().parents[4]
 SHARE = "/data1/share"
@@ -849,3 +851,31 @@ def test_a_relative_command_names_where_it_leads():
         "runs '../../data1/share/train.py' (/data1/share/train.py from the working directory /data1/artifacts), "
         "which is on the share '/data1/share'"
     ), message
+
+
+def _readme_section() -> str:
+    text = (REPO / "roles/horovod_launch/README.md").read_text()
+    return text.split("## What the ranks execute", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_docs_point_at_the_one_list_and_name_only_what_it_holds():
+    """The README section, SECURITY.md, docs/architecture.md and the gate's opt-in text name the list's
+    place instead of copying it; every variable the section names is a row (or a family member) of the
+    list, refused outright (RESERVED_ENV), or an output it says is fine on the share, and is."""
+    for doc in ("roles/horovod_launch/README.md", "SECURITY.md", "docs/architecture.md"):
+        text = (REPO / doc).read_text()
+        assert "CODE_PATH_VARIABLES" in text and "plugins/plugin_utils/code_paths.py" in text, doc
+    assert "code_paths.CODE_PATH_VARIABLES" in OPT_INS["horovod_launch_allow_share_code"]
+    section = _readme_section()
+    outputs = section.split("so are outputs such as", 1)[1].split("\n\n", 1)[0]
+    for name in re.findall(r"`([A-Z_][A-Z0-9_]*)`", outputs):
+        assert code_paths.code_path(name) is None and problems(env={name: f"{SHARE}/x"}) == [], name
+    named = set(re.findall(r"`([A-Z_][A-Z0-9_]*\*?)`", section)) - set(re.findall(r"`([A-Z_][A-Z0-9_]*)`", outputs))
+    named -= {"CODE_PATH_VARIABLES"}
+    for name in named | set(
+        re.findall(
+            r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b",
+            OPT_INS["horovod_launch_allow_share_code"].replace("CODE_PATH_VARIABLES", ""),
+        )
+    ):
+        assert name in code_paths.CODE_PATH_VARIABLES or code_paths.code_path(name) or rules._reserved_env(name), name
