@@ -596,7 +596,13 @@ def _share_code(inputs: Mapping[str, Any]) -> Problems:
         word = launch.word
         path = resolve(word, launch.cwd, None) if word and (launch.script or "/" in word) else None
         if word and path and is_inside(path, share):
-            shown_path = "" if path == word else f" ({path} from the working directory {launch.cwd})"
+            shown_path = (
+                ""
+                if path == word
+                else f" ({path})"
+                if word.startswith("/")
+                else f" ({path} from the working directory {launch.cwd})"
+            )
             out.append((f"{P}command", f"runs {word!r}{shown_path}, which is on the share {share!r}; {fix}"))
         elif word and launch.cwd is not None and launch.cwd != cwd and is_inside(launch.cwd, share):
             out.append((f"{P}command", f"runs {word!r} in {launch.cwd}, which is on the share {share!r}; {fix}"))

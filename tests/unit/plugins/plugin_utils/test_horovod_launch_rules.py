@@ -347,7 +347,11 @@ BAD = [
     ({"command": ["sh", "-o", "errexit", f"{SHARE}/run.sh"]}, "command", "runs '/data1/share/run.sh'"),
     ({"command": ["env", "-i", "A=1", "python3", f"{SHARE}/x.py"]}, "command", "runs '/data1/share/x.py'"),
     ({"command": ["/usr/bin/env", f"{SHARE}/x"]}, "command", "runs '/data1/share/x'"),
-    ({"command": ["python3", f"{ARTIFACTS}/../share/x.py"]}, "command", "runs '/data1/artifacts/../share/x.py'"),
+    (
+        {"command": ["python3", f"{ARTIFACTS}/../share/x.py"]},
+        "command",
+        "runs '/data1/artifacts/../share/x.py' (/data1/share/x.py), which is on the share",
+    ),
     ({"command": ["python3", f"/{SHARE}/x.py"]}, "command", "runs '//data1/share/x.py'"),
     (
         {"command": ["python3", f"{SHARE}/x.py"]},
