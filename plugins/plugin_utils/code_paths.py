@@ -57,6 +57,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside
+
 DIRS, PATH, PROGRAM, WORDS, PREFIXED = "dirs", "path", "program", "words", "prefixed"
 
 # Root's home in the containers (docker exec runs as root; the image's passwd gives /root).
@@ -232,7 +234,7 @@ def leads_onto(place: str, root: str) -> bool:
     only the image knows (``../../data1/share``): it leads there when, from some directory outside
     `root`, it can enter it, i.e. what follows the ``..`` begins with a tail of `root`'s components."""
     if place.startswith("/"):
-        return place == root or place.startswith(root.rstrip("/") + "/")
+        return is_inside(place, root)
     rest = [part for part in place.split("/") if part not in ("..", "")]
     parts = root.strip("/").split("/")
     return any(rest[: len(parts) - start] == parts[start:] for start in range(len(parts)))
