@@ -24,10 +24,10 @@ description:
     last component is removed itself.
   - O(state=file) writes O(content), or the bytes of O(src), into the last component, a regular file in a
     directory that exists already. It is written under a fresh name of its own, created exclusively and
-    without following a link, then renamed onto the last component, so nothing is ever written through a link and a reader
-    sees the old file or the new one, whole. A link or anything else but a regular file at the last
-    component stops the module, which names it. A file that already holds those bytes with that mode is
-    left as it is.
+    without following a link, then renamed onto the last component, so nothing is ever written through a
+    link and a reader sees the old file or the new one, whole. A link or anything else but a regular file
+    at the last component stops the module, which names it. A file that already holds those bytes with
+    that mode is left as it is.
 version_added: 0.1.0
 author: multinode.horovod contributors (!UNKNOWN)
 options:
