@@ -10,7 +10,7 @@ such copy against this module, and fails when a literal copy turns up anywhere e
 
 from __future__ import annotations
 
-# Cluster settings the site hands to several roles (gate.SETTINGS: horovod_ssh_port and so on).
+# Cluster settings the site hands to several roles (plugin_utils/cluster.py SETTINGS: horovod_ssh_port...).
 SSH_PORT = 12345
 CONTAINER_NAME = "horovod"
 SHARE_ROOT = "/data1"

@@ -4,7 +4,7 @@
 
 A role lists its variables once, in meta/argument_specs.yml (the option) and defaults/main.yml (its
 default); nothing else lists them. Its controller-side rules are ``problems(inputs) -> [(variable,
-message)]`` in ``plugins/module_utils/<role>_rules.py``. The role runs them first, on every option of
+message)]`` in ``plugins/plugin_utils/<role>_rules.py``. The role runs them first, on every option of
 its spec (tasks/assert.yml: ``vars | multinode.horovod.role_problems('<role>')``), and the site's
 gate runs them on what the site will hand the role, before any play touches a host.
 """

@@ -92,16 +92,16 @@ def test_version_compares_padded():
 
 
 # --- every input listed once: defaults/main.yml and meta/argument_specs.yml --------------------------
-# A role's rules (plugins/module_utils/<role>_rules.py) get its inputs from its argument spec: its first
+# A role's rules (plugins/plugin_utils/<role>_rules.py) get its inputs from its argument spec: its first
 # check hands role_problems every variable with the role's prefix (the varnames and vars lookups), and
 # role_problems takes the options of the spec from them. So a new variable needs its default, its spec
 # option and its README row, and nothing lists it again.
-RULES = sorted(role for role in ROLES if (REPO / "plugins" / "module_utils" / f"{role}_rules.py").is_file())
+RULES = sorted(role for role in ROLES if (REPO / "plugins" / "plugin_utils" / f"{role}_rules.py").is_file())
 
 
 def read_by_rules(role: str) -> set[str]:
     """The role variables the rules module names: "nfs_server_exports" or f"{P}nodes" (P, the prefix)."""
-    text = (REPO / "plugins" / "module_utils" / f"{role}_rules.py").read_text()
+    text = (REPO / "plugins" / "plugin_utils" / f"{role}_rules.py").read_text()
     found = set(re.findall(rf"[\"'{{]({role}_\w+)", text))
     return found | {f"{role}_{name}" for name in re.findall(r"\{P\}(\w+)", text)}
 
@@ -137,7 +137,7 @@ def test_role_problems_hands_the_rules_exactly_the_spec_options(role, monkeypatc
 
 
 def test_a_rule_on_a_variable_outside_the_spec_is_found(tmp_path, monkeypatch):
-    rules = tmp_path / "plugins" / "module_utils" / "nfs_client_rules.py"
+    rules = tmp_path / "plugins" / "plugin_utils" / "nfs_client_rules.py"
     rules.parent.mkdir(parents=True)
     rules.write_text('inputs.get("nfs_client_wait_timeout")\ninputs.get("nfs_client_timeout")\n')
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)

@@ -1,6 +1,7 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The gate judges what site.yml really hands each role (STYLE.md rule 21).
+"""The gate judges what site.yml really hands each role: the one mapping from settings to role inputs
+(docs/architecture.md, "Roles and how they compose").
 
 The real site.yml runs, over local connections and in check mode, with stand-in roles that record the
 options of their argument spec they were given; what each role received on each node must be what
