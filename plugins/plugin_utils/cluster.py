@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The site's contract with the inventory: its settings, its nodes, and what it hands each role.
 
-Users set the site's settings (``horovod_*``, SETTINGS) in the inventory. INPUTS maps them and the
-inventory groups onto the roles' variables: it is the only definition of that mapping. Each role
-variable in playbooks/site.yml and vars/launch.yml takes its value from it (the filter
-multinode.horovod.cluster_input), and the gate (gate.py) checks the same values with the roles'
-rules before any play runs; tests/unit/test_site_mapping.py runs site.yml with stand-in roles and
-compares what they receive with ``role_inputs``.
+Users set the site's settings (``horovod_*``) in the inventory. SETTINGS is their table, one row each:
+name, kind, one-line doc, the role variables it becomes, default, cluster-wide or per host. INPUTS,
+built from the rows and from BUILT (the role variables made from several settings or the inventory
+groups), maps them onto the roles' variables: it is the only definition of that mapping. Each role
+variable in playbooks/site.yml and vars/launch.yml takes its value from it (the lookup
+multinode.horovod.cluster_input), and the gate (gate.py) checks the same values with the roles' rules
+before any play runs; tests/unit/test_site_mapping.py runs site.yml with stand-in roles and compares
+what they receive with ``role_inputs``, and tests/unit/test_settings_table.py checks the lookups, the
+example inventory and the README against the table.
 """
 
 from __future__ import annotations
@@ -33,48 +36,98 @@ TRUST_SWITCH = "horovod_trust_workers"  # the workers may act as root on the mas
 
 def _role_default(variable: str) -> Any:
     """The default of a role variable, for the setting that becomes it and nothing else."""
-    role = next(role for role in roles.ROLES if variable.startswith(f"{role}_"))
-    return roles.defaults(role)[variable]
+    return roles.defaults(next(role for role in roles.ROLES if variable.startswith(f"{role}_")))[variable]
+
+
+_FROM_ROLE: Any = object()  # a setting's default: the default of the role variable it becomes
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One inventory setting of the site: its type (str, int, bool, list, dict_list) and default."""
+    """One inventory setting of the site, one row of SETTINGS: its name, its kind (str, int, bool,
+    list, dict_list), its one-line doc, the role variables that take its value as it is (`becomes`), its
+    default, whether it is one value for the whole cluster or per host, and the values it may take."""
 
     name: str
     kind: str
+    doc: str
+    becomes: tuple[str, ...] = ()
     default: Any = None
     cluster_wide: bool = True
     choices: tuple[str, ...] = ()
 
 
+def _row(
+    name: str,
+    kind: str,
+    doc: str,
+    becomes: tuple[str, ...] = (),
+    default: Any = _FROM_ROLE,
+    *,
+    default_of: str = "",
+    per_host: bool = False,
+    choices: tuple[str, ...] = (),
+) -> Setting:
+    """A row of SETTINGS. Unless given, the default is the role's default of `default_of`, else of the
+    first variable the setting becomes (none for a setting that becomes none), so no default is written twice."""
+    if default is _FROM_ROLE:
+        source = default_of or (becomes[0] if becomes else "")
+        default = _role_default(source) if source else None
+    return Setting(name, kind, doc, becomes, default, not per_host, choices)
+
+
+# The site's settings, one row each: everything else that lists them (INPUTS below, the cluster_input
+# lookups of playbooks/site.yml and vars/launch.yml, inventories/example and the README's table) is
+# built from this table or checked against it (tests/unit/test_settings_table.py). A setting the site
+# hands a role as it is names that role variable in `becomes`; one that only goes into a larger value
+# is used by an entry of BUILT below.
 SETTINGS: tuple[Setting, ...] = (
-    Setting("horovod_shared_storage", "str", "nfs", choices=("nfs", "existing")),
-    Setting("horovod_share_root", "str", _role_default("docker_horovod_share_root")),
-    Setting("horovod_share_dir", "str", _role_default("horovod_launch_share_dir")),
+    _row("horovod_shared_storage", "str", "nfs (the master exports) or existing (a shared file system already mounted "
+         "on every node)", default="nfs", choices=("nfs", "existing")),
+    _row("horovod_share_root", "str", "mounted into every container at the same path",
+         ("docker_horovod_share_root",)),
+    _row("horovod_share_dir", "str", "the shared directory, read-write everywhere: data, checkpoints",
+         ("horovod_launch_share_dir",)),
     # None: horovod_share_root/artifacts (settings_of derives it, so it follows the share root).
-    Setting("horovod_artifact_dir", "str"),
+    _row("horovod_artifact_dir", "str", "what every node executes; only the master writes it",
+         ("horovod_launch_artifact_dir",), None),
     # no_root_squash: the containers run as root and write the share (exported to the cluster only).
-    Setting("horovod_nfs_export_options", "list", ["rw", "sync", "no_subtree_check", "no_root_squash"]),
-    Setting("horovod_nfs_mount_options", "list", _role_default("nfs_client_default_options")),
-    Setting("horovod_image", "str", _role_default("docker_horovod_image")),
-    Setting("horovod_image_archive", "str", _role_default("docker_horovod_image_archive")),
-    Setting("horovod_image_archive_checksum", "str", _role_default("docker_horovod_image_archive_checksum")),
-    Setting("horovod_container_name", "str", _role_default("docker_horovod_container_name")),
-    Setting("horovod_shm_size", "str", _role_default("docker_horovod_shm_size")),
-    Setting("horovod_extra_ca_bundle", "str", _role_default("docker_horovod_extra_ca_bundle")),
-    Setting("horovod_pip_packages", "dict_list", _role_default("docker_horovod_pip_packages")),
-    Setting("horovod_ssh_port", "int", _role_default("container_sshd_port")),
-    Setting("horovod_network_interfaces", "list", _role_default("horovod_launch_network_interfaces")),
-    Setting("horovod_train_command", "list", _role_default("horovod_launch_command")),
-    Setting("horovod_run_name", "str", _role_default("horovod_launch_run_name")),
-    Setting("horovod_slots", "int", cluster_wide=False),
-    Setting("horovod_node_address", "str", cluster_wide=False),
+    _row("horovod_nfs_export_options", "list", "the share's export options (exported to the workers only)",
+         default=["rw", "sync", "no_subtree_check", "no_root_squash"]),
+    _row("horovod_nfs_mount_options", "list", "the workers' mount options of the share",
+         default_of="nfs_client_default_options"),
+    _row("horovod_image", "str", "a pinned tag, never latest", ("docker_horovod_image",)),
+    _row("horovod_image_archive", "str", "air-gapped: load the image from this archive",
+         ("docker_horovod_image_archive",)),
+    _row("horovod_image_archive_checksum", "str", "sha256:<hex> of that archive, checked before a load",
+         ("docker_horovod_image_archive_checksum",)),
+    _row("horovod_container_name", "str", "the Horovod container on every node",
+         ("docker_horovod_container_name", "container_sshd_container_name", "ssh_trust_container_name",
+          "horovod_launch_container")),
+    _row("horovod_shm_size", "str", "the container's /dev/shm", ("docker_horovod_shm_size",)),
+    _row("horovod_extra_ca_bundle", "str", "PEM file for a TLS-inspecting proxy (pip, registries)",
+         ("docker_horovod_extra_ca_bundle",)),
+    _row("horovod_pip_packages", "dict_list", "[{name, version}] installed in every container",
+         ("docker_horovod_pip_packages",)),
+    _row("horovod_ssh_port", "int", "sshd inside the containers",
+         ("container_sshd_port", "ssh_trust_port", "horovod_launch_ssh_port")),
+    _row("horovod_network_interfaces", "list", "the fast NIC, e.g. [ens1f0]; empty: horovodrun chooses",
+         ("horovod_launch_network_interfaces",)),
+    _row("horovod_train_command", "list", "what every rank runs; empty: the bundled example",
+         ("horovod_launch_command",)),
+    _row("horovod_run_name", "str", "empty: a name made from what defines the run", ("horovod_launch_run_name",)),
+    _row("horovod_slots", "int", "processes on this host; default: its GPUs, 1 where there are none",
+         per_host=True),
+    _row("horovod_node_address", "str", "the address the other nodes use; default: ansible_host, else the name",
+         per_host=True),
     # Modes in which root on a worker can act as root on the master (SECURITY.md, "Trusting the workers"):
     # the mpi controller, the key mesh, elastic runs. They need this one decision, by name.
-    Setting(TRUST_SWITCH, "bool", False),
-    Setting(UNKNOWN_SWITCH, "str", "error", choices=("error", "warn")),
-)
+    _row(TRUST_SWITCH, "bool", "true: root on every worker may act as root in the master's container (mpi, "
+         "ssh_trust_mesh and elastic runs need it)", ("ssh_trust_trust_workers", "horovod_launch_trust_workers"),
+         default=False),
+    _row(UNKNOWN_SWITCH, "str", "warn: an unknown horovod_* or role variable only warns", default="error",
+         choices=("error", "warn")),
+)  # fmt: skip
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 PATH_SETTINGS = ("horovod_share_root", "horovod_share_dir", "horovod_artifact_dir")
 
@@ -386,65 +439,54 @@ def _artifacts(name: str) -> Input:
     return Input(_own(variable, _below_artifacts(below)), ("horovod_artifact_dir",), honoured=True)
 
 
-INPUTS: dict[str, dict[str, Input]] = {
-    "nfs_server": {
-        # The share read-write; the artifact directory (what every node executes) read-only.
-        "nfs_server_exports": Input(
-            _exports, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_export_options"), addresses=True
-        ),
-    },
-    "nfs_client": {
-        "nfs_client_mounts": Input(
-            _mounts, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_mount_options"), addresses=True
-        ),
-    },
-    "docker_horovod": {
-        "docker_horovod_image": _setting("horovod_image"),
-        "docker_horovod_image_archive": _setting("horovod_image_archive"),
-        "docker_horovod_image_archive_checksum": _setting("horovod_image_archive_checksum"),
-        "docker_horovod_container_name": _setting("horovod_container_name"),
-        "docker_horovod_share_root": _setting("horovod_share_root"),
-        "docker_horovod_share_mounts": Input(_share_mounts, ("horovod_share_dir", "horovod_artifact_dir")),
-        "docker_horovod_shm_size": _setting("horovod_shm_size"),
-        "docker_horovod_extra_ca_bundle": _setting("horovod_extra_ca_bundle"),
-        "docker_horovod_pip_packages": _setting("horovod_pip_packages"),
-    },
-    "container_sshd": {
-        "container_sshd_container_name": _setting("horovod_container_name"),
-        "container_sshd_port": _setting("horovod_ssh_port"),
-        "container_sshd_listen_addresses": Input(
-            _own("container_sshd_listen_addresses", _listen), addresses=True, honoured=True
-        ),
-        "container_sshd_allow_from": Input(_own("container_sshd_allow_from", _allow), addresses=True, honoured=True),
-    },
-    "ssh_trust": {
-        "ssh_trust_master": Input(lambda site, host: site.master),
-        "ssh_trust_nodes": Input(
-            lambda site, host: [{"name": n["name"], "address": n["address"]} for n in site.nodes], addresses=True
-        ),
-        "ssh_trust_port": _setting("horovod_ssh_port"),
-        "ssh_trust_container_name": _setting("horovod_container_name"),
-        "ssh_trust_mesh": Input(_mesh, honoured=True),
-        "ssh_trust_trust_workers": _setting(TRUST_SWITCH),
-    },
-    "horovod_launch": {
-        "horovod_launch_hosts": Input(lambda site, host: site.nodes, ("horovod_slots",), addresses=True),
-        "horovod_launch_container": _setting("horovod_container_name"),
-        "horovod_launch_ssh_port": _setting("horovod_ssh_port"),
-        "horovod_launch_share_dir": _setting("horovod_share_dir"),
-        # What the ranks execute, and the runs' scripts and logs: in the artifact directory, which only
-        # the master writes (the role's rules refuse the share unless horovod_launch_allow_share_code).
-        # The code's checkout goes there too, a directory per repository (the role's plan names it).
-        "horovod_launch_artifact_dir": _setting("horovod_artifact_dir"),
-        "horovod_launch_runs_dir": _artifacts("runs_dir"),
-        "horovod_launch_example_dir": _artifacts("example_dir"),
-        "horovod_launch_network_interfaces": _setting("horovod_network_interfaces"),
-        "horovod_launch_command": _setting("horovod_train_command"),
-        "horovod_launch_run_name": _setting("horovod_run_name"),
-        "horovod_launch_image_ids": Input(_image_ids),
-        "horovod_launch_trust_workers": _setting(TRUST_SWITCH),
-    },
+# The role variables the site builds from several settings, the groups or the nodes (not one setting as it is).
+BUILT: dict[str, Input] = {
+    # The share read-write; the artifact directory (what every node executes) read-only.
+    "nfs_server_exports": Input(
+        _exports, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_export_options"), addresses=True
+    ),
+    "nfs_client_mounts": Input(
+        _mounts, ("horovod_share_dir", "horovod_artifact_dir", "horovod_nfs_mount_options"), addresses=True
+    ),
+    "docker_horovod_share_mounts": Input(_share_mounts, ("horovod_share_dir", "horovod_artifact_dir")),
+    "container_sshd_listen_addresses": Input(
+        _own("container_sshd_listen_addresses", _listen), addresses=True, honoured=True
+    ),
+    "container_sshd_allow_from": Input(_own("container_sshd_allow_from", _allow), addresses=True, honoured=True),
+    "ssh_trust_master": Input(lambda site, host: site.master),
+    "ssh_trust_nodes": Input(
+        lambda site, host: [{"name": n["name"], "address": n["address"]} for n in site.nodes], addresses=True
+    ),
+    "ssh_trust_mesh": Input(_mesh, honoured=True),
+    "horovod_launch_hosts": Input(lambda site, host: site.nodes, ("horovod_slots",), addresses=True),
+    # What the ranks execute, and the runs' scripts and logs: in the artifact directory, which only the
+    # master writes (the role's rules refuse the share unless horovod_launch_allow_share_code). The
+    # code's checkout goes there too, a directory per repository (the role's plan names it).
+    "horovod_launch_runs_dir": _artifacts("runs_dir"),
+    "horovod_launch_example_dir": _artifacts("example_dir"),
+    "horovod_launch_image_ids": Input(_image_ids),
 }
+
+
+def role_of(variable: str) -> str:
+    """The role whose variable `variable` is (by its prefix)."""
+    return next(role for role in roles.ROLES if variable.startswith(f"{role}_"))
+
+
+def _inputs() -> dict[str, dict[str, Input]]:
+    """INPUTS: every row's role variables, then BUILT, by role in the order of roles.ROLES."""
+    given = {variable: _setting(s.name) for s in SETTINGS for variable in s.becomes}
+    clash = set(given) & set(BUILT)
+    if clash:
+        raise ValueError(f"cluster.py: {', '.join(sorted(clash))} both in a row of SETTINGS and in BUILT")
+    out: dict[str, dict[str, Input]] = {role: {} for role in roles.ROLES}
+    for variable, value in {**given, **BUILT}.items():
+        out[role_of(variable)][variable] = value
+    return out
+
+
+# {role: {role variable: how the site sets it}}: the one mapping site.yml, vars/launch.yml and the gate use.
+INPUTS: dict[str, dict[str, Input]] = _inputs()
 BY_VARIABLE = {variable: given for inputs in INPUTS.values() for variable, given in inputs.items()}
 # Where the site runs a role other than on every node.
 RUNS_ON: dict[str, Callable[[Site, str], bool]] = {

@@ -10,7 +10,6 @@ it becomes (cluster.SETTINGS). What cannot import them is checked here:
 - a role's default (defaults/main.yml, which users of the role alone need) equals the site's setting
   it is mapped from, and its README table shows it (test_collection.py checks the argument spec);
 - a role's constants (vars/main.yml) and tools/lab.py's equal defaults.py;
-- inventories/example shows the settings' defaults;
 - no other file of the collection or the tools holds a literal copy: every occurrence of a shared
   value is in ALLOWED, with the reason it is a definition or means something else. A stale entry fails
   too, so a changed value in defaults.py shows every copy that was left behind.
@@ -204,16 +203,6 @@ ROLE_DEFAULTS = {
     # The site derives horovod_artifact_dir from the share root; the role alone has the default's value.
     ("horovod_launch", "horovod_launch_artifact_dir"): defaults.ARTIFACT_DIR,
 }
-# Role variables a setting becomes only as part of a larger value (the site builds them).
-BUILT_FROM_SETTINGS = {
-    "nfs_server_exports",
-    "nfs_client_mounts",
-    "horovod_launch_hosts",
-    "docker_horovod_share_mounts",
-    "horovod_launch_runs_dir",
-    "horovod_launch_example_dir",
-    "horovod_launch_code_dest",
-}
 
 
 def unlisted(found: Counter[tuple[str, str]]) -> list[str]:
@@ -269,13 +258,10 @@ def test_occurrences(text, expected):
 
 @pytest.mark.parametrize("setting", [s for s in cluster.SETTINGS if s.default is not None], ids=str)
 def test_role_defaults_are_the_settings_defaults(setting):
-    for role, inputs in cluster.INPUTS.items():
-        for variable, given in inputs.items():
-            if given.settings == (setting.name,) and variable not in BUILT_FROM_SETTINGS:
-                value = role_file(role, "defaults", "main.yml")[variable]
-                assert value == setting.default, (
-                    f"roles/{role}: {variable} is {value!r}, {setting.name} is {setting.default!r}"
-                )
+    for variable in setting.becomes:
+        role = cluster.role_of(variable)
+        value = role_file(role, "defaults", "main.yml")[variable]
+        assert value == setting.default, f"roles/{role}: {variable} is {value!r}, {setting.name} is {setting.default!r}"
 
 
 def test_the_other_shared_role_defaults():
@@ -300,13 +286,6 @@ def test_readme_tables_show_the_role_defaults(role):
     rows = {m["name"]: m["value"] for m in TABLE_ROW.finditer((REPO / "roles" / role / "README.md").read_text())}
     shown = {name: yaml.safe_load(value) for name, value in rows.items() if name in role_defaults}
     assert shown == role_defaults, f"roles/{role}/README.md: the variables table differs from defaults/main.yml"
-
-
-def test_the_example_inventory_shows_the_defaults():
-    text = (REPO / "inventories" / "example" / "group_vars" / "horovod_cluster.yml").read_text()
-    shown = {m[1]: yaml.safe_load(m[2]) for m in re.finditer(r"^# (horovod_\w+): (.*?)(?:[ \t]+#.*)?$", text, re.M)}
-    expected = {s.name: s.default for s in cluster.SETTINGS if s.default is not None}
-    assert shown == expected
 
 
 def test_the_lab_uses_the_shared_values():
