@@ -15,10 +15,14 @@ description:
     needs is read (the node list only for the variables that hold one).
   - For a setting (C(horovod_*)), the inventory's value on the current host, or its default; a trailing
     C(/) of a path is dropped.
+  - For C(__<role>_setting_names), what the site hands the role with its inputs, the setting each role variable
+    comes from on the current host (a dict), so that the role's own checks name the settings the user set.
   - Reads the play's C(groups), C(hostvars) and C(inventory_hostname).
 options:
   _terms:
-    description: One role variable, such as C(docker_horovod_image), or one setting, such as C(horovod_share_dir).
+    description: >-
+      One role variable, such as C(docker_horovod_image), one setting, such as C(horovod_share_dir), or
+      C(__<role>_setting_names), such as C(__docker_horovod_setting_names).
     required: true
     type: list
     elements: str
@@ -62,6 +66,9 @@ def cluster_input(variables: dict[str, Any], name: str, node_ips: Any = None) ->
     host = variables["inventory_hostname"]
     if name in cluster.BY_NAME:
         return site.settings(host)[name]
+    role = name.removeprefix("__").removesuffix("_setting_names")
+    if name == f"__{role}_setting_names" and role in cluster.INPUTS:
+        return cluster.setting_names(site, host, role)
     if name not in cluster.BY_VARIABLE:
         raise AnsibleLookupError(f"cluster_input: {name} is neither a setting of the site nor a role variable it sets")
     value = cluster.value_of(site, host, name)

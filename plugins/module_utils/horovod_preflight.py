@@ -19,6 +19,7 @@ from typing import Any
 from ansible.module_utils.common.text.formatters import bytes_to_human
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs, worker_reports
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import release_problems
+from ansible_collections.multinode.horovod.plugins.module_utils.values import named
 
 # What the role passes in (tasks/checks.yml); every key is required.
 SETTINGS = (
@@ -38,6 +39,8 @@ SETTINGS = (
     "ssh_wrapper",  # the ssh wrapper that pins host keys, as the master's container sees it
     "nccl_net_check",  # horovod_launch_nccl_net_check
 )
+# Optional: "names", {role variable (or field): the site setting it came from} (values.named), so that a
+# message names what the user set (horovod_node_address) where the site mapped it.
 CHECK_SECTIONS = {
     "available frameworks": "frameworks",
     "available controllers": "controllers",
@@ -46,6 +49,11 @@ CHECK_SECTIONS = {
 CHECK_LINE_RE = re.compile(r"^\s*\[(?P<mark>[ Xx])\]\s*(?P<name>\S.*?)\s*$")
 VERSION_RE = re.compile(r"Horovod v?(?P<version>[0-9][0-9A-Za-z.+-]*)")
 JOBS_SHOWN = 600
+
+
+def _address(settings: Mapping[str, Any]) -> str:
+    """How a message names where a host's address comes from."""
+    return named(settings.get("names"), "horovod_launch_hosts.address")
 
 
 def check_build(output: object) -> dict[str, Any]:
@@ -126,7 +134,7 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
     if len(local_names) > 1:
         problems.append(
             f"{me}: the addresses of {', '.join(local_names)} all lead to this host, so horovodrun would start all "
-            "their processes here. Give each host in horovod_launch_hosts its own address (horovod_node_address)."
+            f"their processes here. Give each host in horovod_launch_hosts its own address ({_address(s)})."
         )
     return problems + _unreachable(report, me, s)
 
@@ -275,7 +283,7 @@ def _found_interfaces(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str,
         else:
             continue
         problems.append(
-            f"{node['name']}: its address {node['address']} {how}. Set its address (horovod_node_address) to "
+            f"{node['name']}: its address {node['address']} {how}. Set its address ({_address(s)}) to "
             "one the other hosts reach it by, or name the interfaces in horovod_launch_network_interfaces."
         )
     if len({n["interface"] for n in nodes}) > 1:
@@ -363,7 +371,7 @@ def _routes(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) -> 
             if leaves is None:
                 problems.append(
                     f"{node['name']}: its container has no route to {other['name']} ({other['ip']}). Add one, or "
-                    "set the hosts' addresses (horovod_node_address) to ones on a network they share."
+                    f"set the hosts' addresses ({_address(s)}) to ones on a network they share."
                 )
             elif leaves not in used and leaves != "lo":
                 problems.append(
@@ -431,7 +439,8 @@ def _gpu_problems(node: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
     if int(node["slots"]) > len(devices):
         problems.append(
             f"{name}: its container sees {len(devices)} GPU(s) but the host has {node['slots']} slots; every rank "
-            f"needs a GPU of its own. Set horovod_slots for {name} to {len(devices)} or fewer, or give its "
+            f"needs a GPU of its own. Set {named(s.get('names'), 'horovod_launch_hosts.slots')} for {name} to "
+            f"{len(devices)} or fewer, or give its "
             "container the GPUs (docker_horovod recreates it with every GPU the driver lists)."
         )
     driver = _cuda(read.get("driver_cuda"))

@@ -59,3 +59,10 @@ def plain(value: Any) -> Any:
         if isinstance(value, kind):
             return kind(value)
     return value
+
+
+def named(names: Mapping[str, str] | None, variable: str) -> str:
+    """How a message names role variable `variable` (or a field of it, ``horovod_launch_hosts.address``):
+    the site setting it came from when the site handed the role its names (`names`: {role variable:
+    setting}, cluster.setting_names), else the role's own name, so a role used alone names its own."""
+    return str((names or {}).get(variable) or variable)

@@ -55,6 +55,7 @@ class Setting:
     default: Any = None
     cluster_wide: bool = True
     choices: tuple[str, ...] = ()
+    node_field: str = ""  # a per-host setting: the field of a node ({name, address, slots}) it decides
 
 
 def _row(
@@ -65,15 +66,16 @@ def _row(
     default: Any = _FROM_ROLE,
     *,
     default_of: str = "",
-    per_host: bool = False,
+    per_host: str = "",
     choices: tuple[str, ...] = (),
 ) -> Setting:
     """A row of SETTINGS. Unless given, the default is the role's default of `default_of`, else of the
-    first variable the setting becomes (none for a setting that becomes none), so no default is written twice."""
+    first variable the setting becomes (none for a setting that becomes none), so no default is written twice.
+    `per_host`: the setting is one per host, and decides that field of the host's node."""
     if default is _FROM_ROLE:
         source = default_of or (becomes[0] if becomes else "")
         default = _role_default(source) if source else None
-    return Setting(name, kind, doc, becomes, default, not per_host, choices)
+    return Setting(name, kind, doc, becomes, default, not per_host, choices, per_host)
 
 
 # The site's settings, one row each: everything else that lists them (INPUTS below, the cluster_input
@@ -117,9 +119,9 @@ SETTINGS: tuple[Setting, ...] = (
          ("horovod_launch_command",)),
     _row("horovod_run_name", "str", "empty: a name made from what defines the run", ("horovod_launch_run_name",)),
     _row("horovod_slots", "int", "processes on this host; default: its GPUs, 1 where there are none",
-         per_host=True),
+         per_host="slots"),
     _row("horovod_node_address", "str", "the address the other nodes use; default: ansible_host, else the name",
-         per_host=True),
+         per_host="address"),
     # Modes in which root on a worker can act as root on the master (SECURITY.md, "Trusting the workers"):
     # the mpi controller, the key mesh, elastic runs. They need this one decision, by name.
     _row(TRUST_SWITCH, "bool", "true: root on every worker may act as root in the master's container (mpi, "
@@ -129,6 +131,8 @@ SETTINGS: tuple[Setting, ...] = (
          choices=("error", "warn")),
 )  # fmt: skip
 BY_NAME = {setting.name: setting for setting in SETTINGS}
+# {field of a node: the per-host setting that decides it}: address -> horovod_node_address, slots -> horovod_slots.
+NODE_FIELDS = {setting.node_field: setting.name for setting in SETTINGS if setting.node_field}
 PATH_SETTINGS = ("horovod_share_root", "horovod_share_dir", "horovod_artifact_dir")
 
 
@@ -512,6 +516,23 @@ def role_inputs(site: Site, host: str) -> dict[str, dict[str, Any]]:
     for role in roles_on(site, host):
         given = {variable: value_of(site, host, variable) for variable in INPUTS[role]}
         out[role] = {variable: value for variable, value in given.items() if value is not OMIT}
+    return out
+
+
+def setting_names(site: Site, host: str, role: str) -> dict[str, str]:
+    """{role variable: the setting(s) it comes from} for what the site hands `role` on `host`, and for a
+    list of nodes the fields' settings ({"horovod_launch_hosts.slots": "horovod_slots"}): handed to the
+    role (``__<role>_setting_names``) so that its own checks name what the user set. A variable the site
+    takes from the inventory's own value (honoured, and set on `host`) keeps its own name."""
+    own = site.hostvars[host]
+    out = {}
+    for variable, given in INPUTS[role].items():
+        if given.honoured and variable in own:
+            continue
+        if given.settings:
+            out[variable] = " / ".join(given.settings)
+        if given.addresses:
+            out.update({f"{variable}.{field}": name for field, name in NODE_FIELDS.items()})
     return out
 
 

@@ -565,9 +565,7 @@ def _share_code(inputs: Mapping[str, Any]) -> Problems:
     allowed = (
         f"the artifact directory {artifacts} (only the master writes it)"
         if artifacts
-        else (
-            f"an artifact directory only the master writes ({P}artifact_dir, empty now; site.yml: horovod_artifact_dir)"
-        )
+        else f"an artifact directory only the master writes ({P}artifact_dir, empty now)"
     )
     why = (
         "root on any worker may change the share, and the master's root would run it in the container that "

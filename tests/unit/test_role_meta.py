@@ -120,7 +120,7 @@ def test_the_first_check_hands_the_rules_every_option(role):
     problems = " ".join(first["vars"][f"__{role}_problems"].split())
     assert problems == (
         f"{{{{ dict(__{role}_set | zip(query('ansible.builtin.vars', *__{role}_set))) "
-        f"| multinode.horovod.role_problems('{role}') }}}}"
+        f"| multinode.horovod.role_problems('{role}', __{role}_setting_names | default({{}})) }}}}"
     )
     assert first["vars"][f"__{role}_set"] == f"{{{{ query('ansible.builtin.varnames', '^{role}_') }}}}"
 

@@ -56,9 +56,10 @@ def lookup_problems(texts: dict[str, str]) -> list[str]:
         for key, name in pairs if key != name
     ]  # fmt: skip
     looked_up = {name for pairs in found.values() for _key, name in pairs}
-    mapped = set(cluster.BY_VARIABLE)
+    # Every role the site runs is told which settings its inputs came from, so its checks name them.
+    mapped = set(cluster.BY_VARIABLE) | {f"__{role}_setting_names" for role in cluster.INPUTS}
     problems += [
-        f"{variable}: mapped in cluster.py but no playbook hands it to {cluster.role_of(variable)}; add "
+        f"{variable}: mapped in cluster.py but no playbook hands it to {cluster.role_of(variable.strip('_'))}; add "
         f"`{variable}: \"{{{{ lookup('multinode.horovod.cluster_input', '{variable}') }}}}\"` to the role's "
         f"include in {SITE_FILES[1] if variable.startswith('horovod_launch_') else SITE_FILES[0]}"
         for variable in sorted(mapped - looked_up)
@@ -189,3 +190,43 @@ def test_a_row_names_role_variables_of_the_argument_specs(setting: Any):
     for variable in setting.becomes:
         assert variable in roles.spec(cluster.role_of(variable)), f"{setting.name}: {variable} is no role option"
     assert setting.doc and "\n" not in setting.doc
+
+
+# --- the site hands each role the names of the settings its inputs came from ---------------------------
+
+GROUPS = {"horovod_master": ["gpu-a"], "horovod_workers": ["gpu-b"], "horovod_cluster": ["gpu-a", "gpu-b"]}
+
+
+def hostvars(**master: Any) -> dict[str, dict[str, Any]]:
+    return {"gpu-a": {"ansible_host": "192.0.2.20", **master}, "gpu-b": {"ansible_host": "192.0.2.21"}}
+
+
+def test_the_site_names_the_settings_behind_a_roles_inputs():
+    names = cluster.setting_names(cluster.Site(GROUPS, hostvars()), "gpu-a", "horovod_launch")
+    assert names["horovod_launch_ssh_port"] == "horovod_ssh_port"
+    assert names["horovod_launch_runs_dir"] == "horovod_artifact_dir"
+    assert names["horovod_launch_hosts.address"] == "horovod_node_address"
+    assert names["horovod_launch_hosts.slots"] == "horovod_slots"
+    assert "horovod_launch_image_ids" not in names  # read from the nodes, no setting
+    # A role variable the site takes from the inventory when set there is the user's own.
+    own = cluster.setting_names(cluster.Site(GROUPS, hostvars(horovod_launch_runs_dir="/x")), "gpu-a", "horovod_launch")
+    assert "horovod_launch_runs_dir" not in own
+
+
+def test_a_roles_check_names_the_setting_the_user_set():
+    role_rules = pytest.importorskip("ansible_collections.multinode.horovod.plugins.filter.role_rules")
+    names = cluster.setting_names(cluster.Site(GROUPS, hostvars()), "gpu-a", "container_sshd")
+    bad = {"container_sshd_port": 0, "container_sshd_container_name": "horovod"}
+    alone = role_rules.role_problems(bad, "container_sshd")
+    site = role_rules.role_problems(bad, "container_sshd", names)
+    assert alone and all(line.startswith("container_sshd_port: ") for line in alone)
+    assert site == [f"horovod_ssh_port (as container_sshd_port): {line.split(': ', 1)[1]}" for line in alone]
+
+
+def test_the_lookup_hands_a_role_its_setting_names():
+    lookup = pytest.importorskip("ansible_collections.multinode.horovod.plugins.lookup.cluster_input")
+    variables = {"groups": GROUPS, "hostvars": hostvars(), "inventory_hostname": "gpu-b"}
+    assert lookup.cluster_input(variables, "__docker_horovod_setting_names") == cluster.setting_names(
+        cluster.Site(GROUPS, hostvars()), "gpu-b", "docker_horovod"
+    )
+    assert lookup.cluster_input(variables, "__docker_horovod_setting_names")["docker_horovod_image"] == "horovod_image"

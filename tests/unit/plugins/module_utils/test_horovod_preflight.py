@@ -446,12 +446,16 @@ def test_a_driver_runs_the_runtimes_it_supports(driver, runtime, runs):
         ]
 
 
-def test_more_slots_than_gpus_is_refused_with_the_setting():
-    # node-b has 2 slots.
-    problems = judge(gpu_report(gpus([A100])))["problems"]
+SITE_NAMES = {"horovod_launch_hosts.slots": "horovod_slots", "horovod_launch_hosts.address": "horovod_node_address"}
+
+
+@pytest.mark.parametrize(("names", "slots"), [({}, "horovod_launch_hosts.slots"), (SITE_NAMES, "horovod_slots")])
+def test_more_slots_than_gpus_is_refused_with_the_setting(names, slots):
+    # node-b has 2 slots. With the site's names, the message names the setting the user set.
+    problems = judge(gpu_report(gpus([A100])), names=names)["problems"]
     assert problems == [
         "node-b: its container sees 1 GPU(s) but the host has 2 slots; every rank needs a GPU of its own. Set "
-        "horovod_slots for node-b to 1 or fewer, or give its container the GPUs (docker_horovod recreates it "
+        f"{slots} for node-b to 1 or fewer, or give its container the GPUs (docker_horovod recreates it "
         "with every GPU the driver lists)."
     ]
 
@@ -591,7 +595,8 @@ def test_a_route_through_another_interface_or_none_is_named():
         rep, "node-b", routes=[{"interface": "eth1", "destination": "0.0.0.0", "prefix": 0, "gateway": "192.168.5.1"}]
     )
     remote(rep, "node-c", routes=[{"interface": "eth0", "destination": "10.9.0.0", "prefix": 16, "gateway": "0.0.0.0"}])
-    problems = judge(rep)["problems"]
+    problems = judge(rep, names=SITE_NAMES)["problems"]
+    assert judge(rep)["problems"][2].endswith("(horovod_launch_hosts.address) to ones on a network they share.")
     assert problems == [
         "node-b: its route to node-a (10.0.0.1) leaves through eth1, not eth0 (the interface Horovod uses there), "
         "so the ranks' connections would not go where Horovod expects. Name the interface that carries the route "
