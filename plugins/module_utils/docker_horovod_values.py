@@ -123,16 +123,21 @@ def rdma_enabled(value: object, infiniband: object) -> bool:
     return mode is True or (mode == RDMA_AUTO and bool(infiniband))
 
 
+PREFIX = "docker_horovod_"
+
+
 def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
     """What community.docker.docker_container gets from the role's options (share_root, volumes, devices,
-    capabilities, env, rdma, gpu_count, shm_size; without the prefix) and ``infiniband``, whether the host
-    has /dev/infiniband (docker_horovod_rdma: auto passes it exactly then).
+    capabilities, env, rdma, gpu_count, shm_size; with or without the prefix: the role hands it all its
+    variables, so an option the spec reads needs no change in the tasks) and ``infiniband``, whether the
+    host has /dev/infiniband (docker_horovod_rdma: auto passes it exactly then).
 
     The fixed mounts are the directories the roles share (RESERVED_TARGETS in docker_horovod_rules.py keeps
     extra volumes off them): the share root rslave, so that a file system mounted under it later (an NFS
     share that comes up after Docker at boot) appears in the running container too; sshd's and the ssh
     directory read-only; the role's own directory (supervisor, extra CA) read-only.
     """
+    options = {str(name).removeprefix(PREFIX): value for name, value in options.items()}
     share_root = str(options["share_root"])
     rdma = rdma_enabled(options.get("rdma", RDMA_AUTO), options.get("infiniband"))
     return {

@@ -529,3 +529,12 @@ def test_job_processes_own_pip_list_is_idle(python: str) -> None:
     assert job_processes(TOP_IDLE + "4503 python3 -m pip list --format=json; sleep 9\n", []) == [
         "4503 python3 -m pip list --format=json; sleep 9"
     ]
+
+
+def test_the_container_spec_takes_the_roles_variables_by_their_names():
+    # The role hands the filter every docker_horovod_* variable (tasks/main.yml), prefix included.
+    prefixed = {f"docker_horovod_{name}": value for name, value in SPEC_OPTIONS.items() if name != "infiniband"}
+    prefixed |= {"infiniband": SPEC_OPTIONS.get("infiniband"), "docker_horovod_engine_existing": True}
+    assert v.container_spec({**prefixed, "docker_horovod_rdma": True}) == v.container_spec(
+        {**SPEC_OPTIONS, "rdma": True}
+    )
