@@ -44,6 +44,13 @@ def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any], judged: Any
     return cluster.nodes(names, hostvars, judged)
 
 
+def cluster_slots(name: str, hostvars: Mapping[str, Any], judged: Any = None) -> dict[str, Any]:
+    """{slots, source, problem}: the slots host `name` offers and why, and why the run must stop there ("" when
+    it need not): the one decision (cluster.slots_of) that also gives the nodes' slots to the roles; `judged`
+    as for cluster_nodes."""
+    return cluster.slots_of(name, hostvars[name], judged)
+
+
 def cluster_roles(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any], host: str) -> list[str]:
     """The roles the site runs on `host`."""
     return cluster.roles_on(cluster.Site(groups, hostvars), host)
@@ -75,4 +82,5 @@ class FilterModule:
             "cluster_nodes": cluster_nodes,
             "cluster_report": cluster_report,
             "cluster_roles": cluster_roles,
+            "cluster_slots": cluster_slots,
         }

@@ -312,23 +312,46 @@ class Site:
         return [address] if _is_ipv4(address) else None
 
 
+GPUS_FOUND = "docker_horovod_gpu_count"  # what the probe (docker_horovod's detection) found on a host
+
+
+def slots_of(name: str, host_vars: Mapping[str, Any], judged: Judged | None = None) -> dict[str, Any]:
+    """How many processes a host offers, the one decision the gate's mapping and the probe play share:
+    {slots, source (what decided it, for the probe's report), problem ("" or why the run must stop)}.
+
+    horovod_slots when set, else the GPUs the probe found (through the boundary), else 1; horovod_slots
+    above the GPUs found is a problem (the probe has found them by then; before, GPUS_FOUND is not set and
+    nothing is). With `judged` (the gate's), horovod_slots is the gate's; without it, a value a node's own
+    facts set is refused."""
+    if judged and name in judged:
+        own = positive(judged[name]["slots"])
+    else:
+        _inventory_only(name, host_vars)
+        own = positive(host_vars.get("horovod_slots"))
+    reported = host_vars.get(GPUS_FOUND)
+    gpus = positive(gpu_count(name, reported)) if reported not in (None, "") else None
+    source = "horovod_slots" if own else f"{gpus or 0} GPU(s) found"
+    problem = ""
+    if own and gpus and own > gpus:
+        problem = (
+            f"horovod_slots is {own} on {name}, but the node has {gpus} GPU(s) (nvidia-smi -L). Lower horovod_slots "
+            f"to at most {gpus}, or remove it to run one process per GPU."
+        )
+    return {"slots": own or gpus or 1, "source": source, "problem": problem}
+
+
 def nodes(
     names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]], judged: Judged | None = None
 ) -> list[dict[str, Any]]:
-    """The hosts as the roles take them: name, the address the other nodes use, and slots (horovod_slots,
-    else the GPUs the node reported, through the boundary, else 1). With `judged` (the gate's), address and
-    horovod_slots are the gate's; without it, a value a node's own facts set is refused."""
+    """The hosts as the roles take them: name, the address the other nodes use, and slots (slots_of). With
+    `judged` (the gate's), address and horovod_slots are the gate's; without it, a value a node's own facts
+    set is refused."""
     out = []
     for name in names:
         host = hostvars[name]
-        if judged and name in judged:
-            given = judged[name]["slots"]
-        else:
-            _inventory_only(name, host)
-            given = positive(host.get("horovod_slots"))
-        gpus = host.get("docker_horovod_gpu_count")
-        found = positive(gpu_count(name, gpus)) if gpus not in (None, "") else None
-        out.append({"name": name, "address": address_of(name, host, judged), "slots": given or found or 1})
+        out.append(
+            {"name": name, "address": address_of(name, host, judged), "slots": slots_of(name, host, judged)["slots"]}
+        )
     return out
 
 

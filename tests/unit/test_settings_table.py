@@ -230,3 +230,27 @@ def test_the_lookup_hands_a_role_its_setting_names():
         cluster.Site(GROUPS, hostvars()), "gpu-b", "docker_horovod"
     )
     assert lookup.cluster_input(variables, "__docker_horovod_setting_names")["docker_horovod_image"] == "horovod_image"
+
+
+# --- a host's slots: one decision, for the site's node list and the probe play alike -------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ({}, {"slots": 1, "source": "0 GPU(s) found", "problem": ""}),
+        ({"docker_horovod_gpu_count": "2"}, {"slots": 2, "source": "2 GPU(s) found", "problem": ""}),
+        ({"docker_horovod_gpu_count": 2, "horovod_slots": 1}, {"slots": 1, "source": "horovod_slots", "problem": ""}),
+        ({"horovod_slots": 4}, {"slots": 4, "source": "horovod_slots", "problem": ""}),  # not probed yet
+    ],
+)
+def test_a_hosts_slots(host: dict[str, Any], expected: dict[str, Any]):
+    assert cluster.slots_of("gpu-a", host) == expected
+    assert cluster.nodes(["gpu-a"], {"gpu-a": host})[0]["slots"] == expected["slots"]
+
+
+def test_slots_above_the_gpus_found_stop_the_run_naming_both():
+    assert cluster.slots_of("gpu-a", {"docker_horovod_gpu_count": 2, "horovod_slots": 4})["problem"] == (
+        "horovod_slots is 4 on gpu-a, but the node has 2 GPU(s) (nvidia-smi -L). Lower horovod_slots to at most 2, "
+        "or remove it to run one process per GPU."
+    )
