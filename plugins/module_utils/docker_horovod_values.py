@@ -126,6 +126,19 @@ def rdma_enabled(value: object, infiniband: object) -> bool:
 PREFIX = "docker_horovod_"
 
 
+ULIMIT_NAMES = ("memlock", "stack", "nofile")
+
+
+def ulimits(given: Any, rdma: bool) -> list[str]:
+    """The container's ulimits as community.docker.docker_container takes them (``name:soft:hard``): the
+    unlimited memlock RDMA pins memory with, then docker_horovod_ulimits (``[{name, soft, hard}]``), whose
+    memlock replaces RDMA's."""
+    out = {"memlock": "memlock:-1:-1"} if rdma else {}
+    for item in given or []:
+        out[str(item["name"])] = f"{item['name']}:{int(item['soft'])}:{int(item['hard'])}"
+    return list(out.values())
+
+
 def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
     """What community.docker.docker_container gets from the role's options (share_root, volumes, devices,
     capabilities, env, rdma, gpu_count, shm_size; with or without the prefix: the role hands it all its
@@ -151,7 +164,7 @@ def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
         "devices": [*(["/dev/infiniband:/dev/infiniband:rwm"] if rdma else []), *_devices(options.get("devices"))],
         # RDMA pins memory; order kept, each capability once.
         "capabilities": list(dict.fromkeys([*(["IPC_LOCK"] if rdma else []), *(options.get("capabilities") or [])])),
-        "ulimits": ["memlock:-1:-1"] if rdma else [],
+        "ulimits": ulimits(options.get("ulimits"), rdma),
         # Docker wants strings; YAML turns 1 and true into numbers and booleans.
         "env": {str(name): str(value) for name, value in (options.get("env") or {}).items()},
         # docker run --gpus all

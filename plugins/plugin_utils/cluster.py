@@ -107,6 +107,8 @@ SETTINGS: tuple[Setting, ...] = (
          ("docker_horovod_container_name", "container_sshd_container_name", "ssh_trust_container_name",
           "horovod_launch_container")),
     _row("horovod_shm_size", "str", "the container's /dev/shm", ("docker_horovod_shm_size",)),
+    _row("horovod_container_ulimits", "dict_list", "the container's [{name, soft, hard}] of memlock, stack, nofile",
+         ("docker_horovod_ulimits",)),
     _row("horovod_extra_ca_bundle", "str", "PEM file for a TLS-inspecting proxy (pip, registries)",
          ("docker_horovod_extra_ca_bundle",)),
     _row("horovod_pip_packages", "dict_list", "[{name, version}] installed in every container",

@@ -19,6 +19,7 @@ from typing import Any
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.docker_horovod_values import (
     RDMA_AUTO,
+    ULIMIT_NAMES,
     canonical_name,
     docker_size,
     image_reference,
@@ -239,6 +240,26 @@ def check_devices(values: Values) -> Problems:
     )
 
 
+def _ulimit_problem(item: Mapping) -> str | None:
+    if item.get("name") not in ULIMIT_NAMES or set(item) != {"name", "soft", "hard"}:
+        return f"give name (one of {', '.join(ULIMIT_NAMES)}), soft and hard, and nothing else"
+    soft, hard = whole(item["soft"]), whole(item["hard"])
+    if soft is None or hard is None or min(soft, hard) < -1:
+        return "soft and hard must be whole numbers, -1 for unlimited"
+    if hard != -1 and (soft == -1 or soft > hard):
+        return f"soft {shown(item['soft'])} is above hard {shown(item['hard'])}; Docker refuses it"
+    return None
+
+
+def check_ulimits(values: Values) -> Problems:
+    variable, value = "docker_horovod_ulimits", values["docker_horovod_ulimits"]
+    found = _each_item(variable, value, "{name: nofile, soft: 65536, hard: 65536}", _ulimit_problem)
+    names = [item.get("name") for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+    found += [(variable, f"{name} is given twice; give each limit once") for name in sorted(
+        {name for name in names if names.count(name) > 1 and isinstance(name, str)})]  # fmt: skip
+    return found
+
+
 def check_idle_patterns(values: Values) -> Problems:
     variable, value = "docker_horovod_idle_process_patterns", values["docker_horovod_idle_process_patterns"]
     if not isinstance(value, list):
@@ -420,6 +441,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_devices,
     check_rdma,
     check_env,
+    check_ulimits,
     check_idle_patterns,
     check_pip_packages,
     check_pip_index_url,

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_collections.multinode.horovod.plugins.module_utils import docker_horovod_values as values
+from ansible_collections.multinode.horovod.plugins.plugin_utils import cluster, gate, roles
 from ansible_collections.multinode.horovod.plugins.plugin_utils import docker_horovod_rules as rules
-from ansible_collections.multinode.horovod.plugins.plugin_utils import roles
 from checkout import REPO, load
 
 ROLE = REPO / "roles" / "docker_horovod"
@@ -390,3 +391,48 @@ def test_a_checksum_needs_an_archive() -> None:
             "checksum empty",
         )
     ]
+
+
+# --- docker_horovod_ulimits (the site's horovod_container_ulimits) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ulimits", "message"),
+    [
+        ([{"name": "core", "soft": 0, "hard": 0}], "give name (one of memlock, stack, nofile), soft and hard"),
+        ([{"name": "nofile", "soft": 1024}], "give name (one of memlock, stack, nofile), soft and hard"),
+        ([{"name": "nofile", "soft": "many", "hard": 1024}], "soft and hard must be whole numbers, -1 for unlimited"),
+        ([{"name": "stack", "soft": -2, "hard": -1}], "soft and hard must be whole numbers, -1 for unlimited"),
+        ([{"name": "nofile", "soft": 4096, "hard": 1024}], "soft 4096 is above hard 1024; Docker refuses it"),
+        ([{"name": "memlock", "soft": -1, "hard": 1024}], "soft -1 is above hard 1024; Docker refuses it"),
+        (["nofile=1024:1024"], "is not a mapping; use one such as {name: nofile, soft: 65536, hard: 65536}"),
+        ([{"name": "nofile", "soft": 1, "hard": 2}, {"name": "nofile", "soft": 1, "hard": 2}], "nofile is given twice"),
+    ],
+)
+def test_bad_ulimits_are_refused(ulimits, message, ca_bundle):
+    found = rules.problems({**good(ca_bundle), "docker_horovod_ulimits": ulimits})
+    assert [variable for variable, _text in found] == ["docker_horovod_ulimits"]
+    assert message in found[0][1]
+
+
+def test_sound_ulimits_pass_and_reach_the_container(ca_bundle):
+    ulimits = [{"name": "nofile", "soft": "65536", "hard": 65536}, {"name": "memlock", "soft": -1, "hard": -1}]
+    assert rules.problems({**good(ca_bundle), "docker_horovod_ulimits": ulimits}) == []
+    assert values.ulimits(ulimits, rdma=False) == ["nofile:65536:65536", "memlock:-1:-1"]
+    # RDMA's unlimited memlock stays unless the user gives one; the user's replaces it.
+    assert values.ulimits([{"name": "stack", "soft": 8, "hard": 8}], rdma=True) == ["memlock:-1:-1", "stack:8:8"]
+    assert values.ulimits([{"name": "memlock", "soft": 1, "hard": 2}], rdma=True) == ["memlock:1:2"]
+    spec = values.container_spec({"share_root": "/data1", "shm_size": "1g", "docker_horovod_ulimits": ulimits})
+    assert spec["ulimits"] == ["nofile:65536:65536", "memlock:-1:-1"]
+
+
+def test_the_gate_and_the_role_name_the_setting_for_bad_ulimits():
+    groups = {"horovod_master": ["a"], "horovod_workers": [], "horovod_cluster": ["a"]}
+    bad = [{"name": "core", "soft": 0, "hard": 0}]
+    hostvars = {"a": {"ansible_host": "192.0.2.20", "horovod_container_ulimits": bad}}
+    errors = [line for line in gate.check(groups, hostvars).errors if "ulimits" in line]
+    assert len(errors) == 1
+    assert errors[0].startswith("horovod_container_ulimits (as docker_horovod_ulimits): item 1 ({'name': 'core'")
+    names = cluster.setting_names(cluster.Site(groups, hostvars), "a", "docker_horovod")
+    (line,) = role_rules.role_problems({"docker_horovod_ulimits": bad}, "docker_horovod", names)
+    assert line == errors[0].removesuffix(" (on a)")
