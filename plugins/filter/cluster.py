@@ -44,11 +44,15 @@ def cluster_nodes(names: Sequence[str], hostvars: Mapping[str, Any], judged: Any
     return cluster.nodes(names, hostvars, judged)
 
 
-def cluster_slots(name: str, hostvars: Mapping[str, Any], judged: Any = None) -> dict[str, Any]:
+def cluster_slots(
+    name: str, hostvars: Mapping[str, Any], judged: Any = None, gpus: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """{slots, source, problem}: the slots host `name` offers and why, and why the run must stop there ("" when
-    it need not): the one decision (cluster.slots_of) that also gives the nodes' slots to the roles; `judged`
-    as for cluster_nodes."""
-    return cluster.slots_of(name, hostvars[name], judged)
+    it need not): the one decision (cluster.slots_of) that also gives the nodes' slots to the roles. `judged`
+    as for cluster_nodes; `gpus`: what docker_horovod_info read of the host's GPUs (its indexes are checked
+    against horovod_gpu_ids)."""
+    listed = None if gpus is None else list(gpus.get("indexes") or [])
+    return cluster.slots_of(name, hostvars[name], judged, listed)
 
 
 def cluster_roles(groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Any], host: str) -> list[str]:

@@ -139,6 +139,14 @@ def ulimits(given: Any, rdma: bool) -> list[str]:
     return list(out.values())
 
 
+def gpu_requests(gpu_ids: Any, gpu_count: int) -> list[dict[str, Any]]:
+    """The container's device requests: the GPUs of `gpu_ids` (nvidia-smi -L indexes) only, else every GPU
+    where the host has any."""
+    if gpu_ids:
+        return [{"driver": "nvidia", "device_ids": [str(i) for i in gpu_ids], "capabilities": [["gpu"]]}]
+    return [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}] if gpu_count else []
+
+
 def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
     """What community.docker.docker_container gets from the role's options (share_root, volumes, devices,
     capabilities, env, rdma, gpu_count, shm_size; with or without the prefix: the role hands it all its
@@ -167,10 +175,8 @@ def container_spec(options: Mapping[str, Any]) -> dict[str, Any]:
         "ulimits": ulimits(options.get("ulimits"), rdma),
         # Docker wants strings; YAML turns 1 and true into numbers and booleans.
         "env": {str(name): str(value) for name, value in (options.get("env") or {}).items()},
-        # docker run --gpus all
-        "device_requests": (
-            [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}] if int(options.get("gpu_count") or 0) else []
-        ),
+        # docker run --gpus all, or --gpus '"device=0,1"' with gpu_ids
+        "device_requests": gpu_requests(options.get("gpu_ids"), int(options.get("gpu_count") or 0)),
         "shm_size": str(size_bytes(options["shm_size"])),
     }
 

@@ -71,8 +71,8 @@ RETURN = r"""
 gpus:
   description:
     - C(pci), NVIDIA display controllers on the PCI bus (not audio functions nor NVSwitches); C(pci_read),
-      whether lspci ran; C(driver), the GPUs C(nvidia-smi -L) lists (not MIG devices); C(error), what
-      nvidia-smi said when it failed or is missing, else V("").
+      whether lspci ran; C(driver), the GPUs C(nvidia-smi -L) lists (not MIG devices); C(indexes), their
+      indexes (C(GPU 0), ...); C(error), what nvidia-smi said when it failed or is missing, else V("").
   returned: when O(gpus) is true
   type: dict
 engine:
@@ -121,7 +121,7 @@ Run = Callable[[list[str]], tuple[int, str, str]]
 # 0302 3D). NVIDIA's audio functions (0403) and NVSwitch bridges (0680) are not GPUs.
 LSPCI_GPU = re.compile(r"^\S+\s+(?:Class\s+)?03[0-9a-f]{2}:\s+10de:[0-9a-f]{4}", re.IGNORECASE)
 # `nvidia-smi -L` line: "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)"; MIG devices are indented.
-SMI_GPU = re.compile(r"^GPU\s+\d+:")
+SMI_GPU = re.compile(r"^GPU\s+(\d+):")
 DOCKERD_PATHS = ("/usr/local/bin/dockerd", "/usr/bin/dockerd", "/usr/sbin/dockerd")
 DOCKER_PID_FILE = "/var/run/docker.pid"
 DOCKER_CONFIG = "/etc/docker"
@@ -132,11 +132,16 @@ def count_pci_gpus(lspci_output: str | None) -> int:
 
 
 def count_driver_gpus(nvidia_smi_output: str | None) -> int:
-    return sum(1 for line in (nvidia_smi_output or "").splitlines() if SMI_GPU.match(line))
+    return len(driver_indexes(nvidia_smi_output))
+
+
+def driver_indexes(nvidia_smi_output: str | None) -> list[int]:
+    """The indexes of the GPUs ``nvidia-smi -L`` lists (``GPU 0: ...``), in its order."""
+    return [int(m.group(1)) for line in (nvidia_smi_output or "").splitlines() if (m := SMI_GPU.match(line))]
 
 
 def read_gpus(run: Run, lspci_output: str | None = None, nvidia_smi_output: str | None = None) -> dict:
-    """{pci, pci_read, driver, error}; a given output stands in for its program."""
+    """{pci, pci_read, driver, indexes, error}; a given output stands in for its program."""
     pci_read = True
     if lspci_output is None:
         rc, lspci_output, _unused = run(["lspci", "-n", "-d", "10de:"])
@@ -151,6 +156,7 @@ def read_gpus(run: Run, lspci_output: str | None = None, nvidia_smi_output: str 
         "pci": count_pci_gpus(lspci_output),
         "pci_read": pci_read,
         "driver": count_driver_gpus(nvidia_smi_output),
+        "indexes": driver_indexes(nvidia_smi_output),
         "error": error,
     }
 

@@ -124,6 +124,8 @@ SETTINGS: tuple[Setting, ...] = (
          per_host="slots"),
     _row("horovod_node_address", "str", "the address the other nodes use; default: ansible_host, else the name",
          per_host="address"),
+    _row("horovod_gpu_ids", "list", "the GPUs (nvidia-smi -L indexes) this host's container gets; empty: every GPU",
+         ("docker_horovod_gpu_ids",), per_host="gpu_ids"),
     # Modes in which root on a worker can act as root on the master (SECURITY.md, "Trusting the workers"):
     # the mpi controller, the key mesh, elastic runs. They need this one decision, by name.
     _row(TRUST_SWITCH, "bool", "true: root on every worker may act as root in the master's container (mpi, "
@@ -209,7 +211,7 @@ GATE_FACT = "__horovod_gate"
 # A node's module result may carry ansible_facts, which its root chooses; Ansible injects them as variables
 # above the inventory's (host facts outrank inventory host_vars). These decide what every other node
 # trusts (the NFS clients, sshd's from=, horovodrun's -H): read from the gate's judgement, never from there.
-JUDGED = ("horovod_node_address", "horovod_slots", "ansible_host")
+JUDGED = ("horovod_node_address", "horovod_slots", "horovod_gpu_ids", "ansible_host")
 Judged = Mapping[str, Mapping[str, Any]]
 
 
@@ -231,13 +233,17 @@ def _inventory_only(name: str, host_vars: Mapping[str, Any]) -> None:
 
 
 def judged_nodes(names: Sequence[str], hostvars: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{name: {address, slots}}: each node's address and horovod_slots (None: not set) as the inventory gives
-    them, what the gate judges and publishes for every later play."""
+    """{name: {address, slots, gpu_ids}}: each node's address, horovod_slots and horovod_gpu_ids (None: not
+    set) as the inventory gives them, what the gate judges and publishes for every later play."""
     out = {}
     for name in names:
         host = hostvars[name]
         _inventory_only(name, host)
-        out[name] = {"address": address_of(name, host), "slots": positive(host.get("horovod_slots"))}
+        out[name] = {
+            "address": address_of(name, host),
+            "slots": positive(host.get("horovod_slots")),
+            "gpu_ids": host.get("horovod_gpu_ids"),
+        }
     return out
 
 
@@ -317,27 +323,42 @@ class Site:
 GPUS_FOUND = "docker_horovod_gpu_count"  # what the probe (docker_horovod's detection) found on a host
 
 
-def slots_of(name: str, host_vars: Mapping[str, Any], judged: Judged | None = None) -> dict[str, Any]:
-    """How many processes a host offers, the one decision the gate's mapping and the probe play share:
-    {slots, source (what decided it, for the probe's report), problem ("" or why the run must stop)}.
+def slots_of(
+    name: str, host_vars: Mapping[str, Any], judged: Judged | None = None, listed: Sequence[Any] | None = None
+) -> dict[str, Any]:
+    """How many processes a host offers and the GPUs it gives its container, the one decision the gate's
+    mapping and the probe play share: {slots, source (what decided it, for the probe's report), problem
+    ("" or why the run must stop)}.
 
-    horovod_slots when set, else the GPUs the probe found (through the boundary), else 1; horovod_slots
-    above the GPUs found is a problem (the probe has found them by then; before, GPUS_FOUND is not set and
-    nothing is). With `judged` (the gate's), horovod_slots is the gate's; without it, a value a node's own
-    facts set is refused."""
+    horovod_slots when set, else the GPUs of horovod_gpu_ids when set, else the GPUs the probe found
+    (through the boundary), else 1. With `judged` (the gate's), horovod_slots and horovod_gpu_ids are the
+    gate's; without it, a value a node's own facts set is refused. A problem: an index of horovod_gpu_ids
+    that the driver does not list (`listed`: the indexes ``nvidia-smi -L`` gave, docker_horovod_info's
+    gpus.indexes; None before the probe), and horovod_slots above the GPUs given or found (the probe has
+    found them by then; before, GPUS_FOUND is not set)."""
     if judged and name in judged:
-        own = positive(judged[name]["slots"])
+        own, given = positive(judged[name]["slots"]), judged[name].get("gpu_ids")
     else:
         _inventory_only(name, host_vars)
-        own = positive(host_vars.get("horovod_slots"))
+        own, given = positive(host_vars.get("horovod_slots")), host_vars.get("horovod_gpu_ids")
     reported = host_vars.get(GPUS_FOUND)
-    gpus = positive(gpu_count(name, reported)) if reported not in (None, "") else None
-    source = "horovod_slots" if own else f"{gpus or 0} GPU(s) found"
+    found = positive(gpu_count(name, reported)) if reported not in (None, "") else None
+    ids = [str(index) for index in given or [] if not isinstance(index, bool | dict | list)]
+    gpus = len(ids) or found
+    source = "horovod_slots" if own else f"{len(ids)} GPU(s) of horovod_gpu_ids" if ids else f"{gpus or 0} GPU(s) found"
     problem = ""
-    if own and gpus and own > gpus:
+    unlisted = [index for index in ids if listed is not None and index not in {str(i) for i in listed}]
+    if unlisted:
         problem = (
-            f"horovod_slots is {own} on {name}, but the node has {gpus} GPU(s) (nvidia-smi -L). Lower horovod_slots "
-            f"to at most {gpus}, or remove it to run one process per GPU."
+            f"horovod_gpu_ids on {name}: GPU {', '.join(unlisted)} is not one the NVIDIA driver lists there "
+            f"(nvidia-smi -L: {', '.join(str(i) for i in listed or []) or 'none'}). Give indexes that nvidia-smi -L "
+            "lists, or remove horovod_gpu_ids to give the container every GPU."
+        )
+    elif own and gpus and own > gpus:
+        has = f"horovod_gpu_ids gives it {gpus} GPU(s)" if ids else f"the node has {gpus} GPU(s) (nvidia-smi -L)"
+        problem = (
+            f"horovod_slots is {own} on {name}, but {has}. Lower horovod_slots to at most {gpus}, or remove it to "
+            "run one process per GPU."
         )
     return {"slots": own or gpus or 1, "source": source, "problem": problem}
 

@@ -260,6 +260,17 @@ def check_ulimits(values: Values) -> Problems:
     return found
 
 
+def check_gpu_ids(values: Values) -> Problems:
+    variable, value = "docker_horovod_gpu_ids", values["docker_horovod_gpu_ids"]
+    if not isinstance(value, list):
+        return [(variable, f"{plain(value)!r} is not a list; give nvidia-smi -L indexes such as [0, 1]")]
+    bad = [item for item in value if whole(item) is None or whole(item) < 0]
+    if bad:
+        return [(variable, f"{plain(bad[0])!r} is not a GPU index (a whole number from 0, as nvidia-smi -L lists)")]
+    twice = sorted({whole(item) for item in value if [whole(i) for i in value].count(whole(item)) > 1})
+    return [(variable, f"GPU {', '.join(map(str, twice))} is given twice; give each GPU once")] if twice else []
+
+
 def check_idle_patterns(values: Values) -> Problems:
     variable, value = "docker_horovod_idle_process_patterns", values["docker_horovod_idle_process_patterns"]
     if not isinstance(value, list):
@@ -442,6 +453,7 @@ CHECKS: tuple[Callable[[Values], Problems], ...] = (
     check_rdma,
     check_env,
     check_ulimits,
+    check_gpu_ids,
     check_idle_patterns,
     check_pip_packages,
     check_pip_index_url,

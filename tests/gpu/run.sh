@@ -2,7 +2,8 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Check docker_horovod's GPU detection on a real NVIDIA host (no Docker or network needed):
-# records what the driver reports, then runs tests/gpu/detect.yml against this host.
+# records what the driver reports, then runs tests/gpu/detect.yml against this host (the count, and
+# docker_horovod_gpu_ids - the site's horovod_gpu_ids - with the first index and one past the last).
 #   tests/gpu/run.sh [OUTPUT_DIR]      (default: ./gpu-check)
 # Needs python3 with ansible-core; where it lacks it, WHEELS=dir installs ansible-core's wheels
 # from dir into a private directory first. The count CUDA reports comes from PyTorch when it is

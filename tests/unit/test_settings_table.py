@@ -254,3 +254,20 @@ def test_slots_above_the_gpus_found_stop_the_run_naming_both():
         "horovod_slots is 4 on gpu-a, but the node has 2 GPU(s) (nvidia-smi -L). Lower horovod_slots to at most 2, "
         "or remove it to run one process per GPU."
     )
+
+
+def test_the_gpus_of_horovod_gpu_ids_are_the_slots_and_must_be_listed():
+    host = {"docker_horovod_gpu_count": 4, "horovod_gpu_ids": [0, 2]}
+    assert cluster.slots_of("gpu-a", host, [0, 1, 2, 3]) == {
+        "slots": 2,
+        "source": "2 GPU(s) of horovod_gpu_ids",
+        "problem": "",
+    }
+    assert cluster.slots_of("gpu-a", {**host, "horovod_gpu_ids": ["0", "5"]}, [0, 1, 2, 3])["problem"] == (
+        "horovod_gpu_ids on gpu-a: GPU 5 is not one the NVIDIA driver lists there (nvidia-smi -L: 0, 1, 2, 3). "
+        "Give indexes that nvidia-smi -L lists, or remove horovod_gpu_ids to give the container every GPU."
+    )
+    assert cluster.slots_of("gpu-a", {**host, "horovod_slots": 3}, [0, 1, 2, 3])["problem"].startswith(
+        "horovod_slots is 3 on gpu-a, but horovod_gpu_ids gives it 2 GPU(s). Lower horovod_slots to at most 2"
+    )
+    assert cluster.slots_of("gpu-a", host)["problem"] == ""  # before the probe read the GPUs

@@ -75,6 +75,18 @@ def test_slots_within_the_gpus_are_taken(tmp_path):
     assert "node-a: 1 slot(s) (horovod_slots)" in out
 
 
+def test_gpu_ids_are_the_slots(tmp_path):
+    out = run(tmp_path, horovod_gpu_ids=[1])
+    assert out.startswith("rc=0"), out
+    assert "node-a: 1 slot(s) (1 GPU(s) of horovod_gpu_ids)" in out
+
+
+def test_a_gpu_index_the_driver_does_not_list_stops_the_run_naming_host_and_index(tmp_path):
+    out = run(tmp_path, horovod_gpu_ids=[0, 3])
+    assert not out.startswith("rc=0"), out
+    assert "horovod_gpu_ids on node-a: GPU 3 is not one the NVIDIA driver lists there (nvidia-smi -L: 0, 1)" in out
+
+
 def test_a_foreign_program_on_the_ssh_port_is_named(tmp_path):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

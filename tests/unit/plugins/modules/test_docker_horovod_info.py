@@ -72,26 +72,32 @@ def test_no_driver_gpu(output):
 
 def test_the_gpu_programs_are_read():
     run = fake(lspci=(0, LSPCI, ""), nvidia_smi=(0, NVIDIA_SMI, ""))
-    assert m.read_gpus(run) == {"pci": 2, "pci_read": True, "driver": 2, "error": ""}
+    assert m.read_gpus(run) == {"pci": 2, "pci_read": True, "driver": 2, "indexes": [0, 1], "error": ""}
     assert run.calls == [["lspci", "-n", "-d", "10de:"], ["nvidia-smi", "-L"]]
 
 
 def test_a_driver_that_does_not_see_the_gpus_is_quoted():
     failing = "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.\n"
     run = fake(lspci=(0, LSPCI, ""), nvidia_smi=(9, "", failing))
-    assert m.read_gpus(run) == {"pci": 2, "pci_read": True, "driver": 0, "error": failing.strip()}
+    assert m.read_gpus(run) == {"pci": 2, "pci_read": True, "driver": 0, "indexes": [], "error": failing.strip()}
     assert m.read_gpus(fake(nvidia_smi=(6, "No devices were found\n", "")))["error"] == "nvidia-smi -L exited with 6"
 
 
 def test_missing_gpu_programs_are_no_gpu_and_said():
-    assert m.read_gpus(fake()) == {"pci": 0, "pci_read": False, "driver": 0, "error": "nvidia-smi: not found"}
+    assert m.read_gpus(fake()) == {
+        "pci": 0,
+        "pci_read": False,
+        "driver": 0,
+        "indexes": [],
+        "error": "nvidia-smi: not found",
+    }
 
 
 def test_given_outputs_stand_in_for_the_programs():
     run = fake(lspci=(0, "", ""), nvidia_smi=(0, "", ""))
-    assert m.read_gpus(run, LSPCI, H200) == {"pci": 2, "pci_read": True, "driver": 1, "error": ""}
+    assert m.read_gpus(run, LSPCI, H200) == {"pci": 2, "pci_read": True, "driver": 1, "indexes": [0], "error": ""}
     assert run.calls == []
-    assert m.read_gpus(run, None, "") == {"pci": 0, "pci_read": True, "driver": 0, "error": ""}
+    assert m.read_gpus(run, None, "") == {"pci": 0, "pci_read": True, "driver": 0, "indexes": [], "error": ""}
     assert run.calls == [["lspci", "-n", "-d", "10de:"]]
 
 
@@ -310,7 +316,7 @@ def test_only_what_is_asked_is_read(tmp_path):
     }
     assert run.calls == []
     read = m.read({**params, "gpus": True, "lspci_output": LSPCI, "nvidia_smi_output": H200}, run, lambda p: "")
-    assert read["gpus"] == {"pci": 2, "pci_read": True, "driver": 1, "error": ""}
+    assert read["gpus"] == {"pci": 2, "pci_read": True, "driver": 1, "indexes": [0], "error": ""}
 
 
 # --- through Ansible -----------------------------------------------------------------------------
@@ -333,3 +339,10 @@ def test_ansible_runs_the_module_in_check_mode(tmp_path):
     assert result["gpus"]["driver"] == 1
     assert result["paths"] == {str(tmp_path): "dir"}
     assert result["engine"]["status"] == 0
+
+
+def test_the_driver_indexes_are_those_nvidia_smi_lists():
+    # MIG devices are listed under their GPU and are not GPUs of their own; a host may skip an index.
+    listed = "GPU 0: A100 (UUID: GPU-a)\n  MIG 1g.5gb Device 0: (UUID: MIG-b)\nGPU 2: A100 (UUID: GPU-c)\n"
+    assert m.driver_indexes(listed) == [0, 2]
+    assert m.count_driver_gpus(listed) == 2

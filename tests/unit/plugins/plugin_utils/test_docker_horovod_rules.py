@@ -436,3 +436,48 @@ def test_the_gate_and_the_role_name_the_setting_for_bad_ulimits():
     names = cluster.setting_names(cluster.Site(groups, hostvars), "a", "docker_horovod")
     (line,) = role_rules.role_problems({"docker_horovod_ulimits": bad}, "docker_horovod", names)
     assert line == errors[0].removesuffix(" (on a)")
+
+
+# --- docker_horovod_gpu_ids (the site's per-host horovod_gpu_ids) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu_ids", "message"),
+    [
+        ("0,1", "'0,1' is not a list; give nvidia-smi -L indexes such as [0, 1]"),
+        ([0, "GPU-1"], "'GPU-1' is not a GPU index (a whole number from 0, as nvidia-smi -L lists)"),
+        ([-1], "-1 is not a GPU index"),
+        ([0, "1", 1], "GPU 1 is given twice; give each GPU once"),
+    ],
+)
+def test_bad_gpu_ids_are_refused(gpu_ids, message, ca_bundle):
+    found = rules.problems({**good(ca_bundle), "docker_horovod_gpu_ids": gpu_ids})
+    assert [variable for variable, _text in found] == ["docker_horovod_gpu_ids"]
+    assert message in found[0][1]
+
+
+def test_gpu_ids_give_the_container_those_gpus_only(ca_bundle):
+    assert rules.problems({**good(ca_bundle), "docker_horovod_gpu_ids": [0, "3"]}) == []
+    options = {"share_root": "/data1", "shm_size": "1g", "docker_horovod_gpu_count": "8"}
+    assert values.container_spec({**options, "docker_horovod_gpu_ids": [0, "3"]})["device_requests"] == [
+        {"driver": "nvidia", "device_ids": ["0", "3"], "capabilities": [["gpu"]]}
+    ]
+    assert values.container_spec({**options, "docker_horovod_gpu_ids": []})["device_requests"] == [
+        {"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}
+    ]
+
+
+def test_the_gate_names_the_per_host_gpu_ids():
+    groups = {"horovod_master": ["a"], "horovod_workers": ["b"], "horovod_cluster": ["a", "b"]}
+    hostvars = {
+        "a": {"ansible_host": "192.0.2.20", "horovod_gpu_ids": [0, 1]},
+        "b": {"ansible_host": "192.0.2.21", "horovod_gpu_ids": ["x"]},
+    }
+    report = gate.check(groups, hostvars)
+    assert [line for line in report.errors if "gpu_ids" in line] == [
+        "horovod_gpu_ids (as docker_horovod_gpu_ids): 'x' is not a GPU index (a whole number from 0, as "
+        "nvidia-smi -L lists) (on b)"
+    ]  # a per-host setting: the hosts may differ
+    assert report.inputs["a"]["docker_horovod"]["docker_horovod_gpu_ids"] == ["0", "1"]
+    site = cluster.Site(groups, hostvars)
+    assert [node["slots"] for node in site.nodes] == [2, 1]
