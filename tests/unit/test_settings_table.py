@@ -258,16 +258,26 @@ def test_slots_above_the_gpus_found_stop_the_run_naming_both():
 
 def test_the_gpus_of_horovod_gpu_ids_are_the_slots_and_must_be_listed():
     host = {"docker_horovod_gpu_count": 4, "horovod_gpu_ids": [0, 2]}
-    assert cluster.slots_of("gpu-a", host, [0, 1, 2, 3]) == {
+    assert cluster.slots_of("gpu-a", host, listed=[0, 1, 2, 3]) == {
         "slots": 2,
         "source": "2 GPU(s) of horovod_gpu_ids",
         "problem": "",
     }
-    assert cluster.slots_of("gpu-a", {**host, "horovod_gpu_ids": ["0", "5"]}, [0, 1, 2, 3])["problem"] == (
+    assert cluster.slots_of("gpu-a", {**host, "horovod_gpu_ids": ["0", "5"]}, listed=[0, 1, 2, 3])["problem"] == (
         "horovod_gpu_ids on gpu-a: GPU 5 is not one the NVIDIA driver lists there (nvidia-smi -L: 0, 1, 2, 3). "
         "Give indexes that nvidia-smi -L lists, or remove horovod_gpu_ids to give the container every GPU."
     )
-    assert cluster.slots_of("gpu-a", {**host, "horovod_slots": 3}, [0, 1, 2, 3])["problem"].startswith(
+    assert cluster.slots_of("gpu-a", {**host, "horovod_slots": 3}, listed=[0, 1, 2, 3])["problem"].startswith(
         "horovod_slots is 3 on gpu-a, but horovod_gpu_ids gives it 2 GPU(s). Lower horovod_slots to at most 2"
     )
     assert cluster.slots_of("gpu-a", host)["problem"] == ""  # before the probe read the GPUs
+
+
+def test_the_gpus_a_node_s_facts_name_never_become_its_slots():
+    """horovod_gpu_ids decides a node's slots, which the master's hostfile takes: the gate's value, never one
+    a worker's module result set as a fact (which Ansible puts above the inventory)."""
+    forged = {"horovod_gpu_ids": [0, 1, 2, 3], "ansible_facts": {"horovod_gpu_ids": [0, 1, 2, 3]}}
+    judged = {"gpu-a": {"address": "192.0.2.10", "slots": None, "gpu_ids": [0]}}
+    assert cluster.slots_of("gpu-a", forged, judged)["slots"] == 1
+    with pytest.raises(ValueError, match="horovod_gpu_ids is set by a fact the node returned"):
+        cluster.slots_of("gpu-a", forged)

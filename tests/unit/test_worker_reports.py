@@ -505,7 +505,11 @@ def test_the_gate_refuses_facts_that_set_the_address_and_publishes_what_it_judge
     report = gate.check(groups, forged_facts_hostvars())
     assert any(e.startswith(gate.FACTS_ERROR) and "node-b" in e for e in report.errors)
     clean = {"node-a": {"horovod_node_address": "192.0.2.10"}, "node-b": {"horovod_node_address": INVENTORY_ADDRESS}}
-    assert gate.check(groups, clean).as_dict()["nodes"]["node-b"] == {"address": INVENTORY_ADDRESS, "slots": None}
+    assert gate.check(groups, clean).as_dict()["nodes"]["node-b"] == {
+        "address": INVENTORY_ADDRESS,
+        "slots": None,
+        "gpu_ids": None,
+    }
 
 
 def test_the_lookup_reads_the_gates_judgement_from_the_hosts_own_copy():
@@ -539,7 +543,7 @@ BOUNDARY_FILTERS = (
 )
 # Filters that read hostvars for the inventory's values, which the gate judged (cluster.GATE_FACT), or
 # the gate itself.
-INVENTORY_FILTERS = ("cluster_report", "cluster_gate", "cluster_nodes", "cluster_roles")
+INVENTORY_FILTERS = ("cluster_report", "cluster_gate", "cluster_nodes", "cluster_roles", "cluster_slots")
 # (file, registered variable): a `from_json` of a report not read through the boundary, each with why.
 NOT_A_WORKERS_REPORT = {
     (
