@@ -36,7 +36,7 @@ def broken_links(path: str) -> list[str]:
     for target in LINK_RE.findall(source.read_text()):
         if re.match(r"[a-z]+:", target):
             continue
-        file_part, _, anchor = target.partition("#")
+        file_part, _hash, anchor = target.partition("#")
         linked = (source.parent / file_part).resolve() if file_part else source
         if not linked.exists():
             broken.append(target)

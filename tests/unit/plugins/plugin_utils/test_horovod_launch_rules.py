@@ -796,7 +796,7 @@ def test_a_code_path_on_the_share_names_what_it_loads_and_a_cache_gets_a_place_i
     # "~" is the run's HOME: below the share, everything under it is too, and each variable is named.
     assert problems(env={"TORCH_HOME": "~/t", "HOME": f"{ARTIFACTS}/h"}) == []
     found = problems(env={"TORCH_HOME": "~/t", "HOME": f"{ARTIFACTS}/../share"})
-    assert [message.split(" (")[0] for _name, message in found] == [
+    assert [message.split(" (", 1)[0] for _name, message in found] == [
         "TORCH_HOME is on the share '/data1/share'",
         "HOME is on the share '/data1/share'",
     ], found

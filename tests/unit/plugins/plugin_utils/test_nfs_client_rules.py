@@ -338,8 +338,8 @@ def test_weak_mount_options_are_refused_unless_allowed(options, fragments, where
     """A mount without nosuid or nodev lets root on another client reach root here (issue 42, finding 6)."""
     given = {where: [mount(options=options)] if where == "nfs_client_mounts" else options}
     found = rules.problems(inputs(**given))
-    assert [variable for variable, _ in found] == [where] * len(fragments), found
-    for fragment, (_, message) in zip(fragments, found, strict=True):
+    assert [variable for variable, _message in found] == [where] * len(fragments), found
+    for fragment, (_variable, message) in zip(fragments, found, strict=True):
         assert fragment in message, message
         assert message.endswith("or set nfs_client_allow_weak_options: true if that is really meant"), message
     assert rules.problems(inputs(**given, **WEAK_OK)) == []
@@ -348,7 +348,7 @@ def test_weak_mount_options_are_refused_unless_allowed(options, fragments, where
 
 def test_a_mount_without_options_is_judged_by_the_default_options():
     found = rules.problems(inputs(mount(), nfs_client_default_options=["hard"]))
-    assert [variable for variable, _ in found] == ["nfs_client_default_options"] * 2, found
+    assert [variable for variable, _message in found] == ["nfs_client_default_options"] * 2, found
 
 
 def test_the_weak_switch_is_a_boolean():

@@ -188,7 +188,7 @@ def test_messages_match_the_ssh_tests_of_the_launch_scenario():
 def test_the_key_mesh_is_refused_unless_the_workers_are_trusted(mesh):
     """Every worker's key logs in to the master's container as root: one switch says that is meant."""
     found = problems(mesh=mesh)
-    assert [variable for variable, _ in found] == ["ssh_trust_mesh"], found
+    assert [variable for variable, _message in found] == ["ssh_trust_mesh"], found
     assert found[0][1].startswith("true trusts the workers: every node gets a key authorised on every node")
     assert "horovod_trust_workers: true" in found[0][1] and "ssh_trust_trust_workers" in found[0][1]
     assert problems(mesh=mesh, trust_workers=True) == []
