@@ -85,6 +85,33 @@ MARKS: dict[str, dict[str, Any]] = {
 # The slowest first: a ring allreduce goes at its weakest link.
 TRANSPORTS = ("tcp", "roce", "ib")
 VERDICTS = ("good", "below", "unknown")
+# A node is "the slow node" when every link to and from it is below LINK_SLOW times the median of the links
+# that do not touch it (docs/benchmark.md, "The slow node"). iperf3 between healthy nodes varies by some tens
+# of percent from run to run (more on a shared or virtual host, as the lab), while the faults meant here cost
+# far more: a port negotiated one speed down (10 -> 1 Gbit/s, 1 Gbit/s -> 100 Mbit/s) is a tenth, a duplex
+# mismatch or a shaper (tc) left on an interface less still. A third is clear of the noise and well above those.
+LINK_SLOW = 1 / 3
+# A node computes slowly when its images/s per process, each rank timed alone, is below COMPUTE_SLOW times the
+# median of the other nodes'. Identical nodes time within some percent of each other; a GPU held at its
+# thermal or power limit, a CPU in a powersave governor or a node shared with another job is at half or less,
+# and in synchronous training it holds every step of every rank back.
+COMPUTE_SLOW = 1 / 2
+SLOW_VERDICTS = ("node", "pair", "none", "unknown")
+# What to check on the node (or pair) a judgement names.
+CHECK = {
+    "link": [
+        "the interface's negotiated speed and duplex: ethtool <interface> (Speed, Duplex) on the node",
+        "the cable and the switch port (their error counters: ethtool -S <interface>, ip -s link)",
+        "a shaper or policer on the interface: tc qdisc show dev <interface> (and tc filter show)",
+        "the MTU: ip link show <interface>, the same on every node and the switch",
+    ],
+    "compute": [
+        "the GPU clocks and throttle reasons: nvidia-smi -q -d CLOCK,PERFORMANCE (thermal or power slowdown)",
+        "the CPU frequency governor: cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor (performance)",
+        "other jobs or containers on the node (top, nvidia-smi, docker stats) and CPU limits on its container "
+        "(docker inspect: NanoCpus, CpuQuota)",
+    ],
+}
 # What to look at when the bus bandwidth is below its mark.
 _LOOK_AT = {
     "tcp": [
@@ -292,10 +319,18 @@ def plan(
         command = [script, "synthetic"]
         for option in ("model", "batch_size", "image_size", "warmup_batches", "batches"):
             command += [f"--{option.replace('_', '-')}", str(s[f"horovod_bench_synthetic_{option}"])]
-        for key, count in (("synthetic_one", 1), ("synthetic_all", np)):
-            p["runs"].append(_run(key, f"{name}-synthetic-np{count}", count, command + device, "synthetic.json"))
+        # Every slot also times each process alone first, a fifth of the timed batches, for the slow node.
+        alone = ["--node-batches", str(node_batches(s["horovod_bench_synthetic_batches"]))]
+        for key, count, extra in (("synthetic_one", 1, []), ("synthetic_all", np, alone)):
+            run = _run(key, f"{name}-synthetic-np{count}", count, command + extra + device, "synthetic.json")
+            p["runs"].append(run)
     p["lines"] = _plan_lines(s, p, pairs)
     return p
+
+
+def node_batches(batches: int) -> int:
+    """The batches each process of the all-slot synthetic run times alone: a fifth of the timed ones, one at least."""
+    return max(1, batches // 5)
 
 
 def _run(key: str, name: str, np: int, command: list[str], result: str) -> dict[str, Any]:
@@ -489,6 +524,149 @@ def grade(link: Mapping[str, Any], allreduce: Mapping[str, Any] | None, device: 
     return out
 
 
+def node_rates(raw: Any, hosts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each node's images/s per process, every rank timed alone before the synchronized training (the
+    all-slot run's ``nodes``: a rank's hostname and rate, in rank order), the node's ranks averaged; in the
+    report's host order. A rank's hostname names its node (the preflight's ``hostname``); one no host has
+    goes by its rank's place in the hosts' slots. [] when the run timed none."""
+    if not raw:
+        return []
+    if not isinstance(raw, list):
+        raise ValueError(f"a synthetic run's nodes must be a list, got {raw!r}")
+    by_hostname = {str(h.get("hostname")): str(h["name"]) for h in hosts if h.get("hostname")}
+    by_rank = [str(h["name"]) for h in hosts for _unused in range(int(h.get("slots") or 1))]
+    rates: dict[str, list[float]] = {str(h["name"]): [] for h in hosts}
+    hostnames: dict[str, str | None] = {str(h["name"]): h.get("hostname") for h in hosts}
+    for rank, item in enumerate(raw):
+        rate = item.get("img_per_s") if isinstance(item, Mapping) else None
+        if not _positive(rate):
+            raise ValueError(f"rank {rank}'s img_per_s alone must be positive, got {item!r}")
+        hostname = str(item.get("hostname"))
+        name = by_hostname.get(hostname) or (by_rank[rank] if rank < len(by_rank) else hostname)
+        rates.setdefault(name, []).append(float(rate))
+        hostnames.setdefault(name, hostname)
+    return [
+        {"name": name, "hostname": hostnames.get(name), "processes": len(found),
+         "img_per_s_per_process": sum(found) / len(found)}
+        for name, found in rates.items() if found
+    ]  # fmt: skip
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def slow_link(link: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """Whether one node's link slows the cluster (docs/benchmark.md, "The slow node"): ``node`` when every
+    measured link to and from a node is below LINK_SLOW of the median of the links that do not touch it;
+    else ``pair`` when a pair is below LINK_SLOW of the median of the other pairs; ``none``; ``unknown``
+    when the pairs cannot tell (not measured, a pair failed, or two nodes: one link, two ends)."""
+    pairs = list(link.get("pairs") or [])
+    out: dict[str, Any] = {"verdict": "unknown", "threshold": LINK_SLOW, "nodes": [], "pairs": [],
+                           "rates": {}, "line": ""}  # fmt: skip
+    measured = [x for x in pairs if _positive(x.get("rate_Bps"))]
+    hosts = list(dict.fromkeys([*names, *(x[end] for x in pairs for end in ("client", "server"))]))
+    if not pairs:
+        out["line"] = f"unknown: no link measured ({link.get('reason') or 'one host'})"
+        return out
+    if len(measured) < len(pairs):
+        out["line"] = f"unknown: a pair was not measured ({link.get('reason') or '-'})"
+        return out
+    # Each node's links: the median of the pairs that touch it, beside the median of those that do not.
+    for host in hosts:
+        touching = [x["rate_Bps"] for x in measured if host in (x["client"], x["server"])]
+        others = [x["rate_Bps"] for x in measured if host not in (x["client"], x["server"])]
+        if touching:
+            out["rates"][host] = {"own_Bps": _median(touching), "others_Bps": _median(others) if others else None,
+                                  "own_max_Bps": max(touching), "links": len(touching)}  # fmt: skip
+    if len(hosts) < 3 or len(measured) < 2:
+        x = measured[0]
+        out["line"] = (
+            f"unknown: {len(hosts)} nodes are one link ({x['client']} -> {x['server']}, {_gbit(x['rate_Bps'])}), "
+            "and a slow link cannot be put on one of its two ends: compare it with the interfaces' speed "
+            "(speed_fraction), or run the benchmark with a third node"
+        )
+        return out
+    for host, r in out["rates"].items():
+        if r["others_Bps"] and r["own_max_Bps"] < LINK_SLOW * r["others_Bps"]:
+            out["nodes"].append(host)
+    if out["nodes"]:
+        out["verdict"] = "node"
+        each = "; ".join(
+            f"{host}'s link: {_gbit(out['rates'][host]['own_Bps'])} to and from it, "
+            f"{_ratio(out['rates'][host]['own_Bps'] / out['rates'][host]['others_Bps'])} of the others' "
+            f"{_gbit(out['rates'][host]['others_Bps'])}"
+            for host in out["nodes"]
+        )
+        out["line"] = f"the slow node ({'its link' if len(out['nodes']) == 1 else 'their links'}): {each}"
+        return out
+    for x in measured:
+        rest = [y["rate_Bps"] for y in measured if y is not x]
+        if x["rate_Bps"] < LINK_SLOW * _median(rest):
+            out["pairs"].append({"client": x["client"], "server": x["server"], "rate_Bps": x["rate_Bps"],
+                                 "others_Bps": _median(rest)})  # fmt: skip
+    if out["pairs"]:
+        out["verdict"] = "pair"
+        out["line"] = "a slow link pair, no one node: " + "; ".join(
+            f"{x['client']} -> {x['server']} {_gbit(x['rate_Bps'])}, {_ratio(x['rate_Bps'] / x['others_Bps'])} "
+            f"of the other pairs' {_gbit(x['others_Bps'])} (the other links of both nodes are not slow)"
+            for x in out["pairs"]
+        )
+        return out
+    out["verdict"] = "none"
+    out["line"] = f"no slow link: every node's links are at or above {_ratio(LINK_SLOW)} of the others'"
+    return out
+
+
+def slow_compute(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Whether one node computes slowly: ``node`` when its images/s per process, each rank timed alone, is
+    below COMPUTE_SLOW of the median of the other nodes'; ``none``; ``unknown`` under two nodes timed."""
+    out: dict[str, Any] = {"verdict": "unknown", "threshold": COMPUTE_SLOW, "nodes": [], "rates": {}, "line": ""}
+    rates = {str(n["name"]): float(n["img_per_s_per_process"]) for n in nodes}
+    if len(rates) < 2:
+        out["line"] = "unknown: " + ("one node timed" if rates else "no node timed alone (the all-slot synthetic run)")
+        return out
+    for name, rate in rates.items():
+        others = _median([r for other, r in rates.items() if other != name])
+        out["rates"][name] = {"own_img_per_s": rate, "others_img_per_s": others}
+        if rate < COMPUTE_SLOW * others:
+            out["nodes"].append(name)
+    if out["nodes"]:
+        out["verdict"] = "node"
+        each = ((name, out["rates"][name]["others_img_per_s"]) for name in out["nodes"])
+        out["line"] = "the slow node (compute): " + "; ".join(
+            f"{name} {rates[name]:.1f} images/s per process alone, {_ratio(rates[name] / others)} of the others' "
+            f"{others:.1f}"
+            for name, others in each
+        )
+        return out
+    out["verdict"] = "none"
+    out["line"] = f"no slow node (compute): every node at or above {_ratio(COMPUTE_SLOW)} of the others' images/s"
+    return out
+
+
+def slow(link: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """The slow node or link pair (docs/benchmark.md, "The slow node"): the link's and the compute's
+    judgement, the cause (their lines that name a node or a pair; [] for none) and what to check."""
+    out = {"link": slow_link(link, names), "compute": slow_compute(nodes)}
+    causes = [out[kind]["line"] for kind in ("link", "compute") if out[kind]["verdict"] in ("node", "pair")]
+    check = [item for kind in ("link", "compute") if out[kind]["verdict"] in ("node", "pair") for item in CHECK[kind]]
+    return {**out, "cause": causes, "check": check}
+
+
+def _grade_cause(g: dict[str, Any], s: Mapping[str, Any]) -> None:
+    """The grade names the slow node as the cause and says what to check (``cause``, ``check``)."""
+    g["cause"], g["check"] = list(s["cause"]), list(s["check"])
+    if s["cause"]:
+        g["line"] += "; the cause: " + "; ".join(s["cause"]) + "; check: " + "; ".join(s["check"])
+
+
 def results_of(slurped: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """{run key: what rank 0 wrote} from the playbook's slurp of each run's result file."""
     return {r["item"]["key"]: json.loads(base64.b64decode(r["content"])) for r in slurped}
@@ -552,7 +730,10 @@ def report(
             "image_size": source.get("image_size"),
             "points": points,
             "scaling_efficiency": efficiency,
+            "nodes": node_rates((every or {}).get("nodes"), out["hosts"]),
         }
+    out["slow"] = slow(link_out, (out["synthetic"] or {}).get("nodes") or [], [h["name"] for h in out["hosts"]])
+    _grade_cause(out["grade"], out["slow"])
     if plot is not None:
         drawn = bool(plot.get("drawn"))
         out["files"]["plot"] = f"{p['report_dir']}/report.png" if drawn else None
@@ -619,6 +800,8 @@ def markdown(r: Mapping[str, Any]) -> str:
         rows.append(("best bus bandwidth / link rate", _num(ar["busbw_to_link"])))
     if r.get("grade"):
         rows.append(("grade", r["grade"]["verdict"]))
+    if r.get("slow"):
+        rows += [(f"slow node ({kind})", r["slow"][kind]["line"]) for kind in ("link", "compute")]
     if syn:
         for n in sorted(syn["points"], key=lambda n: n["np"]):
             processes = "1 process" if n["np"] == 1 else f"{n['np']} processes"
@@ -645,6 +828,8 @@ def markdown(r: Mapping[str, Any]) -> str:
         lines += _table(("size", "iterations", "time", "algbw", "busbw"), "---:", sweep)
     if r.get("grade"):
         lines += grade_markdown(r["grade"], link)
+    if r.get("slow"):
+        lines += slow_markdown(r["slow"])
     if files.get("plot"):
         lines += [f"![bus bandwidth and images/s]({os.path.basename(files['plot'])})", ""]
     elif files.get("plot_reason"):
@@ -680,6 +865,29 @@ def grade_markdown(g: Mapping[str, Any], link: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def slow_markdown(s: Mapping[str, Any]) -> list[str]:
+    """report.md's "Slow node": each node's links beside the others', each node's images/s alone beside the
+    others', the cause and what to check."""
+    lines = ["## Slow node", ""]
+    link, compute = s["link"], s["compute"]
+    if link["rates"]:
+        rows = [(host, x["links"], _gbit(x["own_Bps"]), _gbit(x["others_Bps"]),
+                 _num(x["own_Bps"] / x["others_Bps"]) if x["others_Bps"] else "-")
+                for host, x in link["rates"].items()]  # fmt: skip
+        header = ("node", "links measured", "its links (median)", "the other links (median)", "ratio")
+        lines += _table(header, "---", rows)
+    lines += [f"Link: {link['line']}", ""]
+    if compute["rates"]:
+        rows = [(name, f"{x['own_img_per_s']:.1f}", f"{x['others_img_per_s']:.1f}",
+                 _num(x["own_img_per_s"] / x["others_img_per_s"])) for name, x in compute["rates"].items()]  # fmt: skip
+        header = ("node", "images/s per process alone", "the other nodes' (median)", "ratio")
+        lines += _table(header, "---", rows)
+    lines += [f"Compute: {compute['line']}", ""]
+    if s["check"]:
+        lines += ["What to check on it:", "", *(f"- {item}" for item in s["check"]), ""]
+    return lines
+
+
 def grade_summary(g: Mapping[str, Any], link: Mapping[str, Any]) -> list[str]:
     """The play's lines of the grade: each link against its interfaces' speed, the verdict, what to look at."""
     lines = []
@@ -709,6 +917,8 @@ def summary(r: Mapping[str, Any]) -> list[str]:
     if syn:
         points = ", ".join(f"{n['img_per_s']:.1f} images/s on {n['np']}" for n in syn["points"])
         lines.append(f"synthetic {syn['model']}: {points}; scaling efficiency {_num(syn['scaling_efficiency'])}")
+    if r.get("slow"):
+        lines += [f"slow node ({kind}): {r['slow'][kind]['line']}" for kind in ("link", "compute")]
     if r.get("grade"):
         lines += grade_summary(r["grade"], link)
     return lines
@@ -744,6 +954,17 @@ def sanity(r: Any, max_busbw_to_link: float = MAX_BUSBW_TO_LINK) -> list[str]:
     if g is not None and (not isinstance(g, Mapping) or g.get("verdict") not in VERDICTS):
         verdict = g.get("verdict") if isinstance(g, Mapping) else g
         problems.append(f"the grade's verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+    return problems + _slow_sanity(r.get("slow"))
+
+
+def _slow_sanity(found: Any) -> list[str]:
+    # A report made before the slow-node judgement has none; one that has it names a verdict for each.
+    problems = []
+    for kind in ("link", "compute") if found is not None else ():
+        judged = found.get(kind) if isinstance(found, Mapping) else None
+        verdict = judged.get("verdict") if isinstance(judged, Mapping) else judged
+        if verdict not in SLOW_VERDICTS:
+            problems.append(f"the slow node's {kind} verdict {verdict!r} is not one of {', '.join(SLOW_VERDICTS)}")
     return problems
 
 

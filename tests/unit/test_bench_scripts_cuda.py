@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import socket
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -89,7 +90,7 @@ def fake_torch(log: Log, gpus: int, nccl_version: Any = (2, 14, 3)) -> dict[str,
     nn.functional = functional
     torch.nn = nn
     optim = ModuleType("torch.optim")
-    optim.SGD = lambda params, lr: SimpleNamespace(zero_grad=lambda: None, step=lambda: None)
+    optim.SGD = lambda params, lr: SimpleNamespace(zero_grad=lambda: None, step=lambda: log.append(("sgd.step",)))
     torch.optim = optim
 
     class Model:
@@ -138,7 +139,10 @@ def fake_horovod(log: Log, local_rank: int, nccl: bool) -> dict[str, ModuleType]
     # The other process's rate the same as this one's: the sum is twice it.
     hvd.allreduce = lambda tensor, op, name: Tensor(log, 1, None, 2 * tensor.value)
     hvd.broadcast_object = lambda value, root_rank: value
-    hvd.allgather_object = lambda value: ["node-a", "node-b"]
+    # The other process's the same as this one's, on another node.
+    hvd.allgather_object = lambda value: (
+        [value, {**value, "hostname": "node-b"}] if isinstance(value, dict) else ["node-a", "node-b"]
+    )
     hvd.DistributedOptimizer = lambda optimizer, named_parameters: SimpleNamespace(
         zero_grad=lambda: None, step=lambda: log.append(("step",))
     )
@@ -237,6 +241,25 @@ def test_synthetic_on_the_cpu_takes_its_share_of_the_cores(monkeypatch, tmp_path
     assert not [entry for entry in log if entry[0] in ("set_device", "synchronize")]
     report = json.loads((tmp_path / "synthetic.json").read_text())
     assert (report["device"], report["backend"]) == ("cpu", "gloo")
+
+
+def test_synthetic_times_each_process_alone_before_the_distributed_optimizer(monkeypatch, tmp_path):
+    args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "2", "--node-batches", "3",
+            "--output-dir", str(tmp_path)]  # fmt: skip
+    log = run_script(monkeypatch, "synthetic", args, gpus=4, local_rank=2)
+    # One batch to warm up and three timed, each a plain SGD step: no allreduce hooked in yet.
+    assert sum(entry == ("sgd.step",) for entry in log) == 4
+    assert log.index(("sgd.step",)) < log.index(("step",))
+    report = json.loads((tmp_path / "synthetic.json").read_text())
+    assert [n["hostname"] for n in report["nodes"]] == [socket.gethostname(), "node-b"]
+    assert all(n["img_per_s"] > 0 for n in report["nodes"])
+
+
+def test_synthetic_times_no_process_alone_unless_asked(monkeypatch, tmp_path):
+    args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "1", "--output-dir", str(tmp_path)]
+    log = run_script(monkeypatch, "synthetic", args, gpus=0)
+    assert ("sgd.step",) not in log
+    assert "nodes" not in json.loads((tmp_path / "synthetic.json").read_text())
 
 
 def test_the_stand_ins_cover_every_name_the_script_imports():

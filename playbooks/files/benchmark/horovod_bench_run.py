@@ -19,7 +19,7 @@ import os
 import platform
 import socket
 import time
-from typing import Any, Dict  # Python 3.6: no PEP 585/604 forms
+from typing import Any, Dict, List  # Python 3.6: no PEP 585/604 forms
 
 import horovod.torch as hvd
 import torch
@@ -45,6 +45,9 @@ def parse_args() -> argparse.Namespace:
     synthetic.add_argument("--image-size", type=int, default=224, help="height and width of the images")
     synthetic.add_argument("--warmup-batches", type=int, default=10)
     synthetic.add_argument("--batches", type=int, default=50, help="timed batches per process")
+    synthetic.add_argument(
+        "--node-batches", type=int, default=0, help="batches each process first times alone, no allreduce (0: none)"
+    )
     return parser.parse_args()
 
 
@@ -108,12 +111,15 @@ def synthetic(args: argparse.Namespace, device: torch.device) -> Dict[str, Any]:
     from torchvision import models  # noqa: PLC0415 - only this step needs torchvision
 
     model = getattr(models, args.model)().to(device)
+    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
+    target = torch.randint(0, 1000, (args.batch_size,), device=device)
+    # Each process alone first, before DistributedOptimizer hooks an allreduce into every backward: in the
+    # synchronized steps below every rank waits for the slowest, so only this says which node computes slowly.
+    nodes = alone(model, data, target, args, device) if args.node_batches > 0 else None
     optimizer = optim.SGD(model.parameters(), lr=0.01 * hvd.size())
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=device)
-    target = torch.randint(0, 1000, (args.batch_size,), device=device)
 
     def step() -> None:
         optimizer.zero_grad()
@@ -132,7 +138,28 @@ def synthetic(args: argparse.Namespace, device: torch.device) -> Dict[str, Any]:
     if hvd.rank() == 0:
         print(f"{args.model}: {total:.1f} images/s on {hvd.size()} processes ({device.type})", flush=True)
     return {**about(device), "model": args.model, "batch_size": args.batch_size, "image_size": args.image_size,
-            "batches": args.batches, "img_per_s": total}  # fmt: skip
+            "batches": args.batches, "img_per_s": total, **({"nodes": nodes} if nodes is not None else {})}  # fmt: skip
+
+
+def alone(model: Any, data: Any, target: Any, args: argparse.Namespace, device: torch.device) -> List[Dict[str, Any]]:
+    """Each rank's images/s alone (one batch to warm up, then --node-batches timed, a plain SGD step each), with
+    its hostname, gathered in rank order; the broadcast of rank 0's parameters afterwards undoes the steps."""
+    optimizer = optim.SGD(model.parameters(), lr=0.01)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        F.cross_entropy(model(data), target).backward()
+        optimizer.step()
+
+    step()
+    sync(device)
+    start = time.perf_counter()
+    for _unused in range(args.node_batches):
+        step()
+    sync(device)
+    rate = args.batch_size * args.node_batches / (time.perf_counter() - start)
+    optimizer.zero_grad()
+    return hvd.allgather_object({"hostname": socket.gethostname(), "img_per_s": rate})
 
 
 def main() -> None:

@@ -151,9 +151,11 @@ def test_plan_names_runs_and_places_the_report():
     script = "/data1/artifacts/benchmark/horovod_bench_run.py"
     assert p["runs"][0]["command"] == ["python3", script, "allreduce", "--sizes", "1024,2048,4096", "--iters", "50",
                                        "--seconds", "2", "--device", "cpu"]  # fmt: skip
-    assert p["runs"][1]["command"] == p["runs"][2]["command"] == [
-        "python3", script, "synthetic", "--model", "resnet50", "--batch-size", "32", "--image-size", "224",
-        "--warmup-batches", "10", "--batches", "50", "--device", "cpu"]  # fmt: skip
+    synthetic = ["python3", script, "synthetic", "--model", "resnet50", "--batch-size", "32", "--image-size", "224",
+                 "--warmup-batches", "10", "--batches", "50"]  # fmt: skip
+    assert p["runs"][1]["command"] == [*synthetic, "--device", "cpu"]
+    # Every slot times each process alone first (a fifth of the timed batches): the slow node's compute.
+    assert p["runs"][2]["command"] == [*synthetic, "--node-batches", "10", "--device", "cpu"]
     assert p["sizes"] == [1024, 2048, 4096] and p["timeout"] == 3600
     assert p["report_dir"] == "/data1/share/benchmarks/bench-20261202-080000"
     assert p["fetch_dir"] == "/home/me/benchmarks/bench-20261202-080000"
@@ -697,3 +699,108 @@ def test_a_report_without_a_link_or_allreduce_has_an_unknown_grade():
                     synthetic_all=None, link=None)  # fmt: skip
     assert r["grade"]["verdict"] == "unknown" and r["link"]["nics"] == {} and r["link"]["speed_Bps"] is None
     assert "grade: unknown: no bus bandwidth to grade (the allreduce was not measured)" in b.summary(r)
+
+
+# The slow node (docs/benchmark.md, "The slow node"): reports of the lab's shape, in tests/unit/fixtures/bench_slow.
+SLOW_CASES = REPO / "tests" / "unit" / "fixtures" / "bench_slow"
+
+
+def slow_report(case):
+    recorded = json.loads((SLOW_CASES / f"{case}.json").read_text())
+    hosts = recorded["hosts"]
+    plan = make_plan({"horovod_bench_device": "cpu"}, hosts=hosts)
+    preflight = PREFLIGHT | {"hosts": hosts}
+    results = {key: recorded[key] for key in ("synthetic_one", "synthetic_all")}
+    return b.report(plan, preflight, recorded["link"], results)
+
+
+def test_a_node_whose_every_link_is_a_tenth_is_named_with_its_rate_beside_the_others():
+    r = slow_report("link-throttled")
+    link = r["slow"]["link"]
+    assert (link["verdict"], link["nodes"], link["pairs"]) == ("node", ["w2"], [])
+    assert link["rates"]["w2"]["own_Bps"] == pytest.approx(0.30e9 / 8)
+    assert link["rates"]["w2"]["others_Bps"] == pytest.approx(3.2e9 / 8)
+    assert link["line"] == (
+        "the slow node (its link): w2's link: 0.30 Gbit/s to and from it, 0.09 of the others' 3.20 Gbit/s"
+    )
+    assert r["slow"]["compute"]["verdict"] == "none"
+    # The grade names it as the cause and says what to check on it.
+    assert r["grade"]["cause"] == [link["line"]] and r["grade"]["check"] == b.CHECK["link"]
+    assert "the cause: the slow node (its link): w2's link" in r["grade"]["line"]
+    assert "ethtool <interface>" in r["grade"]["line"] and "tc qdisc show" in r["grade"]["line"]
+    text = b.markdown(r)
+    assert "## Slow node" in text and "| w2 | 2 | 0.30 Gbit/s | 3.20 Gbit/s | 0.09 |" in text
+    assert "| slow node (link) | the slow node (its link): w2's link" in text
+    lines = b.summary(r)
+    assert f"slow node (link): {link['line']}" in lines
+    assert b.sanity(r) == []
+
+
+def test_nodes_of_about_equal_links_and_compute_have_no_slow_node():
+    r = slow_report("all-equal")
+    assert (r["slow"]["link"]["verdict"], r["slow"]["compute"]["verdict"]) == ("none", "none")
+    assert r["slow"]["cause"] == r["slow"]["check"] == [] and r["grade"]["cause"] == []
+    assert "the cause" not in r["grade"]["line"]
+    assert set(r["slow"]["link"]["rates"]) == {"m", "w1", "w2"}
+
+
+def test_one_slow_pair_whose_nodes_have_other_good_links_is_the_pair_not_a_node():
+    r = slow_report("slow-pair")
+    link = r["slow"]["link"]
+    assert (link["verdict"], link["nodes"]) == ("pair", [])
+    assert [(x["client"], x["server"]) for x in link["pairs"]] == [("w1", "w2")]
+    assert link["line"].startswith("a slow link pair, no one node: w1 -> w2 0.30 Gbit/s, 0.09 of the other pairs'")
+    assert r["grade"]["check"] == b.CHECK["link"]
+
+
+def test_a_node_that_computes_at_a_fifth_of_the_others_is_named():
+    r = slow_report("compute-slow")
+    compute = r["slow"]["compute"]
+    assert (compute["verdict"], compute["nodes"]) == ("node", ["w1"])
+    assert compute["line"] == ("the slow node (compute): w1 1.1 images/s per process alone, 0.18 of the others' 6.0")
+    assert [(n["name"], n["processes"]) for n in r["synthetic"]["nodes"]] == [("m", 1), ("w1", 1), ("w2", 1)]
+    assert r["slow"]["link"]["verdict"] == "none"
+    assert r["grade"]["cause"] == [compute["line"]] and r["grade"]["check"] == b.CHECK["compute"]
+    assert "nvidia-smi -q -d CLOCK,PERFORMANCE" in r["grade"]["line"]
+    assert "| w1 | 1.1 | 6.0 | 0.18 |" in b.markdown(r)
+
+
+def test_two_nodes_are_one_link_whose_slow_end_cannot_be_told():
+    r = slow_report("two-nodes")
+    link = r["slow"]["link"]
+    assert (link["verdict"], link["nodes"], link["pairs"]) == ("unknown", [], [])
+    assert link["line"].startswith("unknown: 2 nodes are one link (w1 -> m, 0.30 Gbit/s), and a slow link cannot be "
+                                   "put on one of its two ends")  # fmt: skip
+    # Each node's compute is timed alone: two nodes can tell that.
+    assert r["slow"]["compute"]["verdict"] == "none"
+
+
+def test_a_failed_pair_leaves_the_slow_link_unknown_and_no_link_says_why():
+    recorded = json.loads((SLOW_CASES / "link-throttled.json").read_text())
+    failed = copy.deepcopy(recorded["link"])
+    failed["pairs"][0] |= {"bits_per_second": None, "error": "iperf3: unable to connect"}
+    assert b.slow_link(b.link_summary(failed, True), ["m", "w1", "w2"])["line"].startswith(
+        "unknown: a pair was not measured"
+    )
+    r = make_report(make_plan({"horovod_bench_steps": ["link"]}), allreduce=None, synthetic_one=None,
+                    synthetic_all=None, link=None)  # fmt: skip
+    assert r["slow"]["link"]["verdict"] == r["slow"]["compute"]["verdict"] == "unknown"
+    assert r["slow"]["compute"]["line"].startswith("unknown: no node timed alone")
+
+
+def test_a_nodes_ranks_are_averaged_and_found_by_hostname_or_rank():
+    hosts = [{"name": "a", "slots": 2, "hostname": "ha"}, {"name": "b", "slots": 1, "hostname": None}]
+    raw = [{"hostname": "ha", "img_per_s": 4.0}, {"hostname": "ha", "img_per_s": 6.0},
+           {"hostname": "x", "img_per_s": 1.0}]  # fmt: skip
+    assert b.node_rates(raw, hosts) == [
+        {"name": "a", "hostname": "ha", "processes": 2, "img_per_s_per_process": 5.0},
+        {"name": "b", "hostname": None, "processes": 1, "img_per_s_per_process": 1.0},
+    ]
+    with pytest.raises(ValueError, match="rank 0's img_per_s alone must be positive"):
+        b.node_rates([{"hostname": "ha", "img_per_s": 0}], hosts)
+
+
+@pytest.mark.parametrize("slow", [{"link": {"verdict": "slow"}, "compute": {"verdict": "none"}}, "x"])
+def test_sanity_names_a_slow_verdict_it_does_not_know(slow):
+    r = make_report() | {"slow": slow}
+    assert [p for p in b.sanity(r) if "slow node's link verdict" in p]
