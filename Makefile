@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-bench-slow-node lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -109,13 +109,14 @@ test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + 
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
-test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2 and TensorBoard, the controller matrix, and every scenario on Debian 13
+test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, TensorBoard and the slow node, the controller matrix, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	$(MAKE) --no-print-directory lab-old-horovod || rc=1; \
 	$(MAKE) --no-print-directory lab-guide-imagenet || rc=1; \
 	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
+	$(MAKE) --no-print-directory lab-bench-slow-node || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc
@@ -141,6 +142,11 @@ lab-tensorboard: prepare venv ## playbooks/tensorboard.yml on a lab run's event 
 	$(PYTHON) tools/lab.py up
 	ansible-playbook site.yml -i inventories/lab
 	$(PYTHON) tools/lab.py tensorboard
+
+lab-bench-slow-node: prepare venv ## The benchmark names a lab machine whose link is shaped to a tenth (tc), then one held to a fifth of a CPU (in make test-all)
+	$(PYTHON) tools/lab.py up
+	ansible-playbook site.yml -i inventories/lab
+	$(PYTHON) tools/lab.py bench-slow-node
 
 lab-elastic: venv ## An elastic run on the lab (make lab first): a worker's container stopped mid-run and started again
 	ansible-playbook -i inventories/lab molecule/horovod_launch/elastic.yml

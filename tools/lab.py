@@ -52,6 +52,14 @@ when missing) takes a screenshot of the scalars dashboard that must show the run
 16 MiB and a small synthetic model, and prints the report's table; the report stays in
 ``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (docs/measurements.md shows one).
 
+``bench-slow-node`` (after ``up`` and a converge; ``make lab-bench-slow-node``, in ``make test-all``)
+measures what iperf3 reaches between two lab machines, shapes ``lab-worker2``'s side of the lab bridge to
+a tenth of it with ``tc`` in the machine (a token bucket on what it sends, a policer on what it receives),
+runs the benchmark's link step and checks that the report names ``lab-worker2`` as the slow node (its
+link), its rate beside the others', the grade its cause with what to check; then holds ``lab-worker1``'s
+Horovod container to a fifth of a CPU (``docker update --cpu-quota`` by its own dockerd), runs the scaling
+step and checks that ``lab-worker1`` is named the slow node (compute). Each limit is removed, always.
+
 ``down`` removes exactly what ``up`` created (containers, volumes and the network carry the label
 ``org.multinode-horovod.lab``), plus the lab's key and share under ``/var/lib/multinode-horovod/lab``.
 """
@@ -1037,6 +1045,152 @@ def bench() -> None:
     print(f"lab benchmark {name} in {wall:.0f}s on this machine ({machine_summary()}): {report.parent}", flush=True)
 
 
+# The slow node (docs/benchmark.md, "The slow node"; make lab-bench-slow-node, in make test-all): one lab
+# machine's link shaped to a tenth of the rate its neighbours reach, then one machine's Horovod container held
+# to a fifth of a CPU; each time the benchmark's report must name that machine.
+SLOW_LINK = MACHINES[2]
+SLOW_COMPUTE = MACHINES[1]
+SLOW_LINK_SHARE = 0.1
+# A fifth of a CPU: the other two containers share this host's cores (about one each on 2 cores), so the
+# limited one is well under half of theirs, the judgement's threshold (COMPUTE_SLOW).
+SLOW_CPU_PERIOD = 100_000
+SLOW_CPU_QUOTA = 20_000
+SLOW_BASELINE_PORT = 5202
+
+
+def lab_interface(machine: Machine) -> str:
+    """The interface that holds a lab machine's address, in the machine (its containers have its network)."""
+    res = run(["docker", "exec", machine.container, "ip", "-o", "-4", "addr", "show", "to", machine.address])
+    fields = res.stdout.split()
+    if len(fields) < 2:
+        raise SystemExit(f"lab: no interface of {machine.name} holds {machine.address}: {res.stdout!r}")
+    return fields[1].split("@")[0]
+
+
+def throttle_argvs(machine: Machine, interface: str, bits_per_second: float) -> list[list[str]]:
+    """The tc commands, run in the machine (it has NET_ADMIN), that shape both directions of its side of the
+    lab bridge: a token bucket on what it sends, a policer on what it receives (a machine has no IFB to shape
+    ingress); iperf3 measures each pair one way, so a node's links to it and from it both slow down."""
+    kbit = max(1, int(bits_per_second / 1000))
+    # The bucket holds a few milliseconds at the rate (and a full-size frame at least), as tc-tbf(8) advises.
+    burst = max(16 * 1024, int(bits_per_second / 8 * 0.004))
+    tc = ["docker", "exec", machine.container, "tc"]
+    return [
+        [*tc, "qdisc", "replace", "dev", interface, "root", "tbf", "rate", f"{kbit}kbit", "burst", str(burst),
+         "latency", "50ms"],
+        [*tc, "qdisc", "replace", "dev", interface, "handle", "ffff:", "ingress"],
+        [*tc, "filter", "replace", "dev", interface, "parent", "ffff:", "protocol", "all", "prio", "1", "u32",
+         "match", "u32", "0", "0", "police", "rate", f"{kbit}kbit", "burst", str(burst), "drop", "flowid", ":1"],
+    ]  # fmt: skip
+
+
+def unthrottle_argvs(machine: Machine, interface: str) -> list[list[str]]:
+    """What removes the shaper and the policer (each may be gone already: run unchecked)."""
+    tc = ["docker", "exec", machine.container, "tc", "qdisc", "del", "dev", interface]
+    return [[*tc, "root"], [*tc, "ingress"]]
+
+
+def baseline_bits(server: Machine, client: Machine, seconds: int = 3) -> float:
+    """What iperf3 reaches between two unthrottled lab machines' containers, in bits per second."""
+    argv = ["docker", "exec", server.container, "docker", "exec", CONTAINER, "timeout", str(seconds + 30),
+            "iperf3", "-s", "-1", "-B", server.address, "-p", str(SLOW_BASELINE_PORT)]  # fmt: skip
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as listening:
+        time.sleep(2)
+        res = in_container(client, "iperf3", "-J", "-c", server.address, "-B", client.address, "-p",
+                           str(SLOW_BASELINE_PORT), "-t", str(seconds), check=False)  # fmt: skip
+        listening.wait(timeout=seconds + 40)
+    return iperf3_bits(res.stdout)
+
+
+def iperf3_bits(text: str) -> float:
+    """The received rate of an iperf3 -J client's output; SystemExit with its error when there is none."""
+    try:
+        out = json.loads(text or "{}")
+        bits = float(out["end"]["sum_received"]["bits_per_second"])
+    except (ValueError, KeyError, TypeError):
+        raise SystemExit(f"lab: iperf3 between the lab machines gave no rate: {text[-400:]!r}") from None
+    if bits <= 0:
+        raise SystemExit(f"lab: iperf3 between the lab machines measured {bits} bit/s")
+    return bits
+
+
+def slow_node_problems(report: dict[str, object], kind: str, machine: str) -> list[str]:
+    """Why a report does not name `machine` as the slow node of `kind` (link, compute), the grade its cause
+    with what to check: [] when it does."""
+    slow = report.get("slow")
+    if not isinstance(slow, dict):
+        return ["the report has no slow-node judgement (slow)"]
+    judged = slow.get(kind) or {}
+    problems = []
+    if judged.get("verdict") != "node" or judged.get("nodes") != [machine]:
+        problems.append(
+            f"slow.{kind} names {judged.get('nodes')!r} (verdict {judged.get('verdict')!r}), not [{machine!r}]: "
+            f"{judged.get('line')}"
+        )
+    if machine not in judged.get("rates", {}):
+        problems.append(f"slow.{kind}.rates has no rate of {machine} beside the others'")
+    grade = report.get("grade") or {}
+    if not any(machine in cause for cause in grade.get("cause") or []) or machine not in grade.get("line", ""):
+        problems.append(f"the grade does not name {machine} as the cause: {grade.get('line')!r}")
+    wanted = "ethtool" if kind == "link" else "nvidia-smi -q -d CLOCK,PERFORMANCE"
+    if not any(wanted in item for item in grade.get("check") or []):
+        problems.append(f"the grade's check does not say {wanted}: {grade.get('check')!r}")
+    return problems
+
+
+def bench_report(name: str, steps: Sequence[str]) -> dict[str, object]:
+    """Run the benchmark on the lab (its steps only, the lab's small settings); its report.json."""
+    fetch = lab_dir() / "benchmarks"
+    extra = {**BENCH_SETTINGS, "horovod_bench_name": name, "horovod_bench_fetch_dir": str(fetch),
+             "horovod_bench_steps": list(steps)}  # fmt: skip
+    playbook("-e", json.dumps(extra), book="playbooks/benchmark.yml")
+    path = fetch / name / "report.json"
+    if not path.is_file():
+        raise SystemExit(f"lab: the benchmark left no {path}")
+    print((fetch / name / "report.md").read_text(), flush=True)
+    return json.loads(path.read_text())
+
+
+def cpu_limit_argv(machine: Machine, quota: int) -> list[str]:
+    """docker update of a lab machine's Horovod container's CPU quota (-1: none), run by its own dockerd."""
+    return ["docker", "exec", machine.container, "docker", "update", "--cpu-period", str(SLOW_CPU_PERIOD),
+            "--cpu-quota", str(quota), CONTAINER]  # fmt: skip
+
+
+def bench_slow_node() -> None:
+    """The benchmark names a lab machine whose link is shaped to a tenth, then one held to a fifth of a CPU."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    problems: list[str] = []
+    base = baseline_bits(MACHINES[0], MACHINES[1])
+    interface = lab_interface(SLOW_LINK)
+    log(f"slow node: lab-worker1 -> lab-master {base / 1e9:.2f} Gbit/s; shaping {SLOW_LINK.name}'s {interface} "
+        f"to {SLOW_LINK_SHARE:g} of it, both ways")  # fmt: skip
+    try:
+        for argv in throttle_argvs(SLOW_LINK, interface, base * SLOW_LINK_SHARE):
+            run(argv)
+        report = bench_report(f"lab-slow-link-{stamp}", ["link"])
+        problems += [f"link: {p}" for p in slow_node_problems(report, "link", SLOW_LINK.name)]
+    finally:
+        for argv in unthrottle_argvs(SLOW_LINK, interface):
+            run(argv, check=False)
+        log(f"slow node: the shaper on {SLOW_LINK.name}'s {interface} removed")
+    held = run(["docker", "exec", SLOW_COMPUTE.container, "docker", "inspect", "-f",
+                "{{.HostConfig.CpuQuota}} {{.HostConfig.NanoCpus}}", CONTAINER]).stdout.split()  # fmt: skip
+    if held != ["0", "0"]:
+        raise SystemExit(f"lab: {SLOW_COMPUTE.name}'s {CONTAINER} container already has a CPU limit ({held})")
+    log(f"slow node: {SLOW_COMPUTE.name}'s {CONTAINER} container held to {SLOW_CPU_QUOTA / SLOW_CPU_PERIOD:g} CPU")
+    try:
+        run(cpu_limit_argv(SLOW_COMPUTE, SLOW_CPU_QUOTA))
+        report = bench_report(f"lab-slow-compute-{stamp}", ["synthetic"])
+        problems += [f"compute: {p}" for p in slow_node_problems(report, "compute", SLOW_COMPUTE.name)]
+    finally:
+        run(cpu_limit_argv(SLOW_COMPUTE, -1), check=False)
+        log(f"slow node: the CPU limit of {SLOW_COMPUTE.name}'s {CONTAINER} container removed")
+    if problems:
+        raise SystemExit("lab: bench-slow-node failed:\n" + "\n".join(problems))
+    log(f"bench-slow-node: passed ({SLOW_LINK.name} named for its link, {SLOW_COMPUTE.name} for its compute)")
+
+
 def machine_summary() -> str:
     cpus = os.cpu_count() or 0
     mem = 0
@@ -1050,13 +1204,15 @@ def machine_summary() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "action", choices=("up", "site", "bench", "scale-out", "old-runner", "tensorboard", "guide-imagenet", "down")
-    )
+        "action",
+        choices=("up", "site", "bench", "bench-slow-node", "scale-out", "old-runner", "tensorboard", "guide-imagenet",
+                 "down"),
+    )  # fmt: skip
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
-    actions = {"up": up, "site": site, "bench": bench, "scale-out": scale_out, "old-runner": old_runner,
-               "tensorboard": tensorboard, "down": down,
+    actions = {"up": up, "site": site, "bench": bench, "bench-slow-node": bench_slow_node, "scale-out": scale_out,
+               "old-runner": old_runner, "tensorboard": tensorboard, "down": down,
                "guide-imagenet": lambda: guide_imagenet(args.examples)}  # fmt: skip
     actions[args.action]()
     if args.action == "site" and args.example == "horovod":
