@@ -62,6 +62,7 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10")
 # What the report keeps of each host of the launch preflight (horovod_launch_preflight.hosts).
 _HOST_KEYS = ("name", "address", "slots", "hostname", "interface")
+_HOSTNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
 _REPORT_KEYS = ("schema", "name", "created", "np", "hosts", "versions", "link", "allreduce", "synthetic", "files")
 
 # What the best allreduce bus bandwidth should reach, as a fraction of the link (docs/benchmark.md, "The
@@ -100,7 +101,7 @@ SLOW_VERDICTS = ("node", "pair", "none", "unknown")
 # What to check on the node (or pair) a judgement names.
 CHECK = {
     "link": [
-        "the interface's negotiated speed and duplex: ethtool <interface> (Speed, Duplex) on the node",
+        "the negotiated speed and duplex of the interface: ethtool <interface> (Speed, Duplex) on the node",
         "the cable and the switch port (their error counters: ethtool -S <interface>, ip -s link)",
         "a shaper or policer on the interface: tc qdisc show dev <interface> (and tc filter show)",
         "the MTU: ip link show <interface>, the same on every node and the switch",
@@ -541,8 +542,9 @@ def node_rates(raw: Any, hosts: Sequence[Mapping[str, Any]]) -> list[dict[str, A
         rate = item.get("img_per_s") if isinstance(item, Mapping) else None
         if not _positive(rate):
             raise ValueError(f"rank {rank}'s img_per_s alone must be positive, got {item!r}")
-        hostname = str(item.get("hostname"))
-        name = by_hostname.get(hostname) or (by_rank[rank] if rank < len(by_rank) else hostname)
+        # A worker's rank says its hostname: one that is no host name is not kept (SECURITY.md, one trust boundary).
+        hostname = str(item.get("hostname")) if _HOSTNAME_RE.fullmatch(str(item.get("hostname"))) else None
+        name = by_hostname.get(str(hostname)) or (by_rank[rank] if rank < len(by_rank) else f"rank {rank}")
         rates.setdefault(name, []).append(float(rate))
         hostnames.setdefault(name, hostname)
     return [
@@ -589,7 +591,7 @@ def slow_link(link: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
         x = measured[0]
         out["line"] = (
             f"unknown: {len(hosts)} nodes are one link ({x['client']} -> {x['server']}, {_gbit(x['rate_Bps'])}), "
-            "and a slow link cannot be put on one of its two ends: compare it with the interfaces' speed "
+            "and a slow link cannot be put on one of its two ends: compare it with the speed of the interfaces "
             "(speed_fraction), or run the benchmark with a third node"
         )
         return out
@@ -599,9 +601,9 @@ def slow_link(link: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
     if out["nodes"]:
         out["verdict"] = "node"
         each = "; ".join(
-            f"{host}'s link: {_gbit(out['rates'][host]['own_Bps'])} to and from it, "
-            f"{_ratio(out['rates'][host]['own_Bps'] / out['rates'][host]['others_Bps'])} of the others' "
-            f"{_gbit(out['rates'][host]['others_Bps'])}"
+            f"{host}, {_gbit(out['rates'][host]['own_Bps'])} to and from it, "
+            f"{_ratio(out['rates'][host]['own_Bps'] / out['rates'][host]['others_Bps'])} of the other links "
+            f"({_gbit(out['rates'][host]['others_Bps'])})"
             for host in out["nodes"]
         )
         out["line"] = f"the slow node ({'its link' if len(out['nodes']) == 1 else 'their links'}): {each}"
@@ -615,12 +617,12 @@ def slow_link(link: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
         out["verdict"] = "pair"
         out["line"] = "a slow link pair, no one node: " + "; ".join(
             f"{x['client']} -> {x['server']} {_gbit(x['rate_Bps'])}, {_ratio(x['rate_Bps'] / x['others_Bps'])} "
-            f"of the other pairs' {_gbit(x['others_Bps'])} (the other links of both nodes are not slow)"
+            f"of the other pairs ({_gbit(x['others_Bps'])}); the other links of both nodes are not slow"
             for x in out["pairs"]
         )
         return out
     out["verdict"] = "none"
-    out["line"] = f"no slow link: every node's links are at or above {_ratio(LINK_SLOW)} of the others'"
+    out["line"] = f"no slow link: the links of every node are at or above {_ratio(LINK_SLOW)} of the other links"
     return out
 
 
@@ -641,13 +643,13 @@ def slow_compute(nodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out["verdict"] = "node"
         each = ((name, out["rates"][name]["others_img_per_s"]) for name in out["nodes"])
         out["line"] = "the slow node (compute): " + "; ".join(
-            f"{name} {rates[name]:.1f} images/s per process alone, {_ratio(rates[name] / others)} of the others' "
-            f"{others:.1f}"
+            f"{name}, {rates[name]:.1f} images/s per process alone, {_ratio(rates[name] / others)} of the other nodes "
+            f"({others:.1f})"
             for name, others in each
         )
         return out
     out["verdict"] = "none"
-    out["line"] = f"no slow node (compute): every node at or above {_ratio(COMPUTE_SLOW)} of the others' images/s"
+    out["line"] = f"no slow node (compute): every node at or above {_ratio(COMPUTE_SLOW)} of the other nodes"
     return out
 
 
