@@ -80,8 +80,12 @@ lint: venv ## yamllint, ansible-lint (production profile), ruff check and format
 	$(BIN)/ruff format --check .
 	$(BIN)/antsibull-changelog lint
 
-unit: venv ## Unit tests of the Python plugins and tools
-	$(BIN)/pytest -q -n auto tests/unit
+# tests/unit/plugins is make ansible-test's (ansible-test units), so CI runs each test once; of it make unit
+# runs only the tests that skip under ansible-test (marked needs_controller, tests/unit/checkout.py).
+# Every unit test with pytest alone: pytest -n auto tests/unit.
+unit: venv ## Unit tests of the tools, roles and site (tests/unit but plugins/, which ansible-test runs); all: pytest tests/unit
+	$(BIN)/pytest -q -n auto tests/unit --ignore=tests/unit/plugins
+	$(BIN)/pytest -q -n auto tests/unit/plugins -m needs_controller
 
 # ansible-test wants the collection at ansible_collections/multinode/horovod: the script tests a copy
 # there (tests/sanity/ignore-*.txt lists the few findings kept, each with its reason).

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,12 +65,22 @@ def collections_dir() -> Path:
 
 COLLECTIONS = collections_dir()
 
-# A test that runs a module through the ansible command line needs the controller: ansible-test runs the
-# modules' unit tests with only what a module may import (no ansible.cli); make unit runs them all.
-NEEDS_ANSIBLE_CLI = pytest.mark.skipif(
+# `make ansible-test` runs tests/unit/plugins (ansible-test units) and `make unit` the rest of tests/unit,
+# so that CI runs each test once. A plugins test that needs what only the controller's toolchain has
+# (the ansible command line, matplotlib) skips under ansible-test units: it carries the marker
+# NEEDS_CONTROLLER (registered in tests/unit/conftest.py), and make unit runs those too
+# (`pytest tests/unit/plugins -m needs_controller`).
+NEEDS_CONTROLLER = pytest.mark.needs_controller
+_SKIP_WITHOUT_ANSIBLE_CLI = pytest.mark.skipif(
     not shutil.which("ansible") or importlib.util.find_spec("ansible.cli") is None,
     reason="needs the ansible command line (the controller), which ansible-test's module unit tests lack",
 )
+
+
+def NEEDS_ANSIBLE_CLI(test: Callable[..., None]) -> Callable[..., None]:
+    """A test that runs a module through the ansible command line: skipped where there is none (ansible-test
+    runs the modules' unit tests with only what a module may import, no ansible.cli), run by make unit."""
+    return NEEDS_CONTROLLER(_SKIP_WITHOUT_ANSIBLE_CLI(test))
 
 
 # The result keys ansible-core gives a meaning of its own when a module returns them: the fields of its

@@ -16,6 +16,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checkout import COLLECTIONS  # importable once the line above has run
@@ -28,3 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 _bin = Path(sys.executable).parent
 if (_bin / "ansible-playbook").is_file() and str(_bin) not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join([str(_bin), *filter(None, [os.environ.get("PATH")])])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here rather than in pyproject.toml: ansible-test units reads its own pytest
+    # configuration, and this conftest.py is loaded by both runners.
+    config.addinivalue_line(
+        "markers",
+        "needs_controller: a tests/unit/plugins test that skips under ansible-test units; make unit runs it",
+    )

@@ -19,7 +19,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.multinode.horovod.plugins.filter import horovod_bench as f
 from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench as b
 from ansible_collections.multinode.horovod.plugins.plugin_utils import gate
-from checkout import REPO, load
+from checkout import NEEDS_CONTROLLER, REPO, load
 
 HOSTS = [
     {"name": "m", "address": "10.0.0.1", "slots": 1},
@@ -357,6 +357,7 @@ def run_plot(monkeypatch, capsys, report, png):
     return load("playbooks/files/benchmark/horovod_bench_plot.py", "horovod_bench_plot").main(str(png))
 
 
+@NEEDS_CONTROLLER  # ansible-test's virtualenv has no matplotlib: make unit runs it
 def test_the_plot_is_a_png(tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     png = tmp_path / "report.png"
