@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images image-gpu lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-bench-slow-node lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images image-gpu image-torch lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-bench-slow-node lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -67,11 +67,14 @@ $(CACHE)/collections/ansible_collections/multinode/horovod:
 
 venv: $(VENV)/.stamp $(CACHE)/collections/ansible_collections/multinode/horovod ## Python toolchain + link this checkout as multinode.horovod
 
-images: prepare venv ## Build every image recipe under images/ but horovod-gpu (cached by recipe hash; the CPU Horovod image takes minutes)
+images: prepare venv ## Build every image recipe under images/ but horovod-gpu and torch-cpu (cached by recipe hash; the CPU Horovod image takes minutes)
 	$(PYTHON) tools/images.py --save
 
 image-gpu: prepare venv ## Build the GPU Horovod image (NCCL, CUDA 12.1 PyTorch, Hopper included); never in images, test or CI
 	$(PYTHON) tools/images.py horovod-gpu
+
+image-torch: prepare venv ## Build the torchrun lab image (PyPI's torch 2.5.1 with CUDA 12.4 and NCCL, no Horovod; several GB); in test-all, never in images, test or CI
+	$(PYTHON) tools/images.py torch-cpu
 
 lint: venv ## yamllint, ansible-lint (production profile), ruff check and format, changelog lint
 	$(BIN)/yamllint -s .
@@ -113,7 +116,7 @@ test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + 
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
-test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, TensorBoard and the slow node, the controller matrix, and every scenario on Debian 13
+test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, TensorBoard and the slow node, the torch 2.5.1 image, the controller matrix, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
@@ -121,6 +124,7 @@ test-all: lint unit ansible-test docs ## make test, the long fault and operation
 	$(MAKE) --no-print-directory lab-guide-imagenet || rc=1; \
 	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
 	$(MAKE) --no-print-directory lab-bench-slow-node || rc=1; \
+	$(MAKE) --no-print-directory image-torch || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc

@@ -18,7 +18,9 @@ runs in the containers: always Debian bookworm (Horovod 0.28.1 builds only again
 tagged ``local``, whatever the hosts run. ``horovod-gpu`` (Horovod 0.28.1 with NCCL and PyPI's
 CUDA 12.1 PyTorch 2.1, for GPUs up to Hopper) is one too, but it is built only when named
 (``make image-gpu``): it downloads several GB and compiles CUDA kernels, so the default list (no
-names, ``make images``) leaves it out and no scenario or CI builds it.
+names, ``make images``) leaves it out and no scenario or CI builds it. So is ``torch-cpu`` (PyPI's
+torch 2.5.1, no Horovod, for the torchrun launcher): its wheel pulls several GB of CUDA libraries, so
+only ``make image-torch``, ``make test-all`` and the lab's torchrun runs build it.
 
 An image is labelled with the hash of its recipe (the recipe directory, the parent's hash and the
 extra CA bundle; the release for ``base``). A build whose hash matches the label of the existing image
@@ -68,9 +70,9 @@ LABEL = "org.multinode-horovod.recipe-hash"
 # MNH_DEBIAN: the Debian release of the host images (module docstring).
 RELEASES = ("bookworm", "trixie")
 DEFAULT_RELEASE = "bookworm"
-WORKLOAD_IMAGES = frozenset({"horovod-cpu", "horovod-cpu-0.18.2", "horovod-gpu", "sshbox"})
+WORKLOAD_IMAGES = frozenset({"horovod-cpu", "horovod-cpu-0.18.2", "horovod-gpu", "sshbox", "torch-cpu"})
 # Built only when named: left out of the default list (module docstring).
-EXPLICIT_IMAGES = frozenset({"horovod-gpu"})
+EXPLICIT_IMAGES = frozenset({"horovod-gpu", "torch-cpu"})
 WORKLOAD_TAG = "local"
 DEBIAN_MIRROR = os.environ.get("MNH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PARENT_RE = re.compile(r"^#\s*parent:\s*([a-z0-9-]+)\s*$")

@@ -61,6 +61,44 @@ def test_the_gpu_image_is_built_only_when_named():
     assert module.ref("horovod-gpu") == "multinode-horovod/horovod-gpu:local"
 
 
+def test_the_torch_image_is_a_bookworm_workload_image_built_only_when_named(monkeypatch):
+    # PyPI's torch pulls several GB of CUDA libraries: make image-torch, test-all and the lab build it,
+    # never make images (the default list), make test or CI.
+    module = load_images_module()
+    monkeypatch.setenv("MNH_DEBIAN", "trixie")
+    assert "torch-cpu" in module.known()
+    assert "torch-cpu" not in module.default_names()
+    assert module.parent_of("torch-cpu") == "base"
+    assert module.ref("torch-cpu") == "multinode-horovod/torch-cpu:local"
+    assert module.release_of("torch-cpu") == "bookworm"
+
+
+def test_the_torch_image_pins_every_pypi_package_and_checks_hopper_nccl_and_torchrun():
+    module = load_images_module()
+    recipe = module.RECIPES / "torch-cpu"
+    pins = [
+        line.split("#")[0].strip()
+        for line in (recipe / "requirements.txt").read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
+    unpinned = [pin for pin in pins if not re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][A-Za-z0-9.]*", pin)]
+    assert not unpinned, f"every PyPI package of torch-cpu pinned with ==: {unpinned}"
+    assert {"torch==2.5.1", "nvidia-nccl-cu12==2.21.5", "tensorboard==2.19.0"} <= set(pins)
+    dockerfile = (recipe / "Dockerfile").read_text()
+    # --no-deps: nothing outside requirements.txt comes in; pip check: nothing it needs is left out.
+    assert re.search(r"pip install --no-cache-dir --no-deps -r /tmp/requirements.txt;\s*\\\s*pip check;", dockerfile)
+    assert not [pin for pin in pins if pin.lower().startswith("horovod")]
+    for check in (
+        '"sm_90" in torch._C._cuda_getArchFlags().split()',
+        "d.is_nccl_available()",
+        "torchrun --help",
+        "torchrun --standalone --nnodes=1 --nproc_per_node=2 /tmp/allreduce_check.py",
+        'a.Scalars("x")',
+    ):
+        assert check in dockerfile, check
+    assert dockerfile.rstrip().endswith('CMD ["sleep", "infinity"]')
+
+
 def test_unknown_recipe_is_refused(images):
     with pytest.raises(SystemExit, match="no recipe"):
         images.parent_of("nope")
