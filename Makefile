@@ -31,7 +31,7 @@ export MNH_DEBIAN
 # in logs) they settle themselves, so the commands run the same typed by hand with the venv active.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help prepare venv images image-gpu image-torch lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-guide-imagenet lab-tensorboard lab-bench-slow-node lab-elastic lab-down bench bench-controller clean
+.PHONY: help prepare venv images image-gpu image-torch lint unit ansible-test docs molecule test test-all matrix lab lab-scale-out lab-old-horovod lab-torchrun lab-guide-imagenet lab-tensorboard lab-bench-slow-node lab-elastic lab-down bench bench-controller clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -116,22 +116,23 @@ test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + 
 
 # Both tested Debian releases of the hosts: Debian 12 with the long tests, then Debian 13 (trixie) with
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
-test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, TensorBoard and the slow node, the torch 2.5.1 image, the controller matrix, and every scenario on Debian 13
+test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, torchrun (torch 1.13 and 2.5.1), TensorBoard and the slow node, the controller matrix, and every scenario on Debian 13
 	@rc=0; \
 	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	$(MAKE) --no-print-directory lab-old-horovod || rc=1; \
+	$(MAKE) --no-print-directory lab-torchrun || rc=1; \
 	$(MAKE) --no-print-directory lab-guide-imagenet || rc=1; \
 	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
 	$(MAKE) --no-print-directory lab-bench-slow-node || rc=1; \
-	$(MAKE) --no-print-directory image-torch || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
 	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc
 
-lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example
+lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example; LAUNCHER=torchrun: then the bundled DDP example under torchrun, on the lab's image and on torch 2.5.1
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py site $(if $(EXAMPLE),--example $(EXAMPLE)) $(if $(HOROVOD_EXAMPLES),--examples $(HOROVOD_EXAMPLES))
+	$(if $(filter torchrun,$(LAUNCHER)),$(PYTHON) tools/lab.py torchrun)
 
 lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (--limit), then leaves (in make test-all)
 	$(PYTHON) tools/lab.py up
@@ -141,6 +142,10 @@ lab-scale-out: prepare venv ## A fourth lab machine joins under a running job (-
 lab-old-horovod: prepare venv ## The guide's Horovod 0.18.2 on the three lab machines through the site, then the lab's image again (in make test-all)
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py old-runner
+
+lab-torchrun: prepare venv ## The bundled DDP example under torchrun on the three lab machines, on the lab's image (torch 1.13) and on the torch-cpu image (torch 2.5.1), then the lab's image again (in make test-all)
+	$(PYTHON) tools/lab.py up
+	$(PYTHON) tools/lab.py torchrun
 
 lab-guide-imagenet: prepare venv ## The guide's workload on the lab: ImageNet-shaped data, checkpoints, TensorBoard, resume; HOROVOD_EXAMPLES=clone for Horovod's own script (in make test-all)
 	$(PYTHON) tools/lab.py up

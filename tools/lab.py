@@ -767,6 +767,70 @@ def old_runner() -> None:
     log("old-runner: passed")
 
 
+# torchrun on the lab (``torchrun``): the bundled DDP example through the site with horovod_launcher:
+# torchrun, on the lab's Horovod image (Debian 12's torch 1.13) and on the torch-cpu image (PyPI's 2.5.1).
+TORCH_IMAGE = "torch-cpu"
+
+
+def torchrun_run(name: str, extra: dict[str, object], torch_prefix: str) -> list[str]:
+    """One torchrun run of the bundled example through the site; what is wrong with it (empty: nothing)."""
+    artifacts = lab_dir() / "artifacts"
+    _, _, out = playbook("-e", json.dumps({**extra, "horovod_launcher": "torchrun", "horovod_run_name": name}))
+    run_dir = artifacts / "runs" / name
+    result_file = run_dir / "output" / "result.json"
+    result = json.loads(result_file.read_text()) if result_file.is_file() else {}
+    manifest_file = run_dir / "manifest.json"
+    manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else {}
+    rc_file = run_dir / "rc"
+    rc = rc_file.read_text().strip() if rc_file.is_file() else "none"
+    problems = []
+    if rc != "0":
+        problems.append(f"the run ended with rc {rc} ({run_dir}/launcher.log)")
+    if len(result.get("distinct_hosts", [])) != len(MACHINES):
+        problems.append(f"{result_file} does not name {len(MACHINES)} hosts: {result}")
+    ranks = sorted(p.name for p in run_dir.glob("rank.*") if (p / "stdout").is_file())
+    if ranks != [f"rank.{n}" for n in range(len(MACHINES))]:
+        problems.append(f"rank logs {ranks} in {run_dir}")
+    nodes = sorted(p.name for p in run_dir.glob("node.*.log"))
+    if len(nodes) != len(MACHINES):
+        problems.append(f"node logs {nodes} in {run_dir}")
+    if manifest.get("launcher") != "torchrun" or not str((manifest.get("torch") or {}).get("version", "")).startswith(
+        torch_prefix
+    ):
+        problems.append(f"the manifest says {manifest.get('launcher')} with torch {manifest.get('torch')}")
+    if "torchrun (torch " + torch_prefix not in out:
+        problems.append(f"the preflight did not report torchrun with torch {torch_prefix}")
+    if not problems:
+        log(f"torchrun, torch {manifest['torch']['version']}: rc 0 on {', '.join(result['distinct_hosts'])}")
+    return problems
+
+
+def torchrun() -> None:
+    """The bundled DDP example under torchrun on the three machines: on the lab's image, then on the
+    torch-cpu image (loaded from its archive on every machine), then the lab's image again."""
+    artifacts = lab_dir() / "artifacts"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    problems = []
+    with Timer("torchrun on the lab's image (torch 1.13)"):
+        problems += torchrun_run(f"torchrun-{stamp}", {}, "1.13")
+    with Timer(f"build or reuse the {TORCH_IMAGE} image (cached by recipe hash)"):
+        archive = image_archive(TORCH_IMAGE)
+    place_archive(archive, artifacts, f"{TORCH_IMAGE}.tar")
+    extra = {
+        "horovod_image": f"multinode-horovod/{TORCH_IMAGE}:local",
+        "horovod_image_archive": f"{ARTIFACT_DIR}/images/{TORCH_IMAGE}.tar",
+    }
+    try:
+        with Timer(f"torchrun on the {TORCH_IMAGE} image (torch 2.5.1; containers recreated from it)"):
+            problems += torchrun_run(f"torchrun-2-{stamp}", extra, "2.5.1")
+    finally:
+        with Timer("the site with the lab's image again"):
+            playbook()
+    if problems:
+        raise SystemExit("lab: torchrun: " + "; ".join(problems))
+    log("torchrun: passed")
+
+
 # TensorBoard on the share (``tensorboard``). Not TensorBoard's default port, so the setting is proven.
 TB_PORT = 16006
 TB_TAG = "train/loss"
@@ -1206,13 +1270,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "action",
         choices=("up", "site", "bench", "bench-slow-node", "scale-out", "old-runner", "tensorboard", "guide-imagenet",
-                 "down"),
+                 "torchrun", "down"),
     )  # fmt: skip
     parser.add_argument("--example", choices=("", "horovod"), default="", help="site: then run the guide's example")
     parser.add_argument("--examples", type=Path, help="a clone of Horovod's repository (default: the stand-in)")
     args = parser.parse_args(argv)
     actions = {"up": up, "site": site, "bench": bench, "bench-slow-node": bench_slow_node, "scale-out": scale_out,
-               "old-runner": old_runner, "tensorboard": tensorboard, "down": down,
+               "old-runner": old_runner, "tensorboard": tensorboard, "torchrun": torchrun, "down": down,
                "guide-imagenet": lambda: guide_imagenet(args.examples)}  # fmt: skip
     actions[args.action]()
     if args.action == "site" and args.example == "horovod":

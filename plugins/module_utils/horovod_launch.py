@@ -39,22 +39,22 @@ RANK_ENV = "rank-env.sh"
 DISCOVERY_SCRIPT = "discover-hosts.py"
 BUNDLED = "(bundled example)"
 # What defines a run; a change to any of them is another run (another default name). An elastic run's
-# bounds ("elastic") and an output directory ("output_dir") only where they are given, so that other runs
-# keep their names.
+# bounds ("elastic"), an output directory ("output_dir") and a launcher other than horovodrun ("launcher")
+# only where they are given, so that other runs keep their names.
 IDENTITY_KEYS = ("command", "code", "hosts", "np", "image", "env_names", "workdir", "controller", "extra_args")
-OPTIONAL_IDENTITY_KEYS = ("elastic", "output_dir")
+OPTIONAL_IDENTITY_KEYS = ("elastic", "output_dir", "launcher")
 # The environment variable that tells every rank where to write (horovod_launch_output_dir, else the
 # bundled example's output directory, else the working directory).
 OUTPUT_ENV = "HOROVOD_LAUNCH_OUTPUT_DIR"
 # The inputs of plan(): the role's variables without their prefix, and the master's inventory name.
 PLAN_KEYS = tuple(
     "hosts np min_np max_np elastic elastic_cooldown workdir output_dir code_repo code_dest share_dir artifact_dir "
-    "runs_dir command example_args env controller extra_args image_ids master".split()
+    "runs_dir command example_args env controller extra_args image_ids master launcher rdzv_port".split()
 )
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
     "name code_commit code_version example_sha256 example_path image nics ssh_port identity_file "
-    "start_timeout verbose timeout stall_timeout poll_interval tail_lines horovod_version".split()
+    "start_timeout verbose timeout stall_timeout poll_interval tail_lines horovod_version torch_version".split()
 )
 # horovodrun's options by the first release that has them, as Horovod's own argument parser defines
 # them at each release tag (horovod/run/run.py up to 0.19.5, horovod/runner/launch.py from 0.20.0):
@@ -71,6 +71,27 @@ ONE_NIC_OPTION = (0, 19, 0)
 NIC_LIST_OPTION = (0, 20, 0)
 NICS_OPTION = (0, 25, 0)
 ELASTIC = (0, 24, 0)
+# The launchers a run may be started with (horovod_launch_launcher), the first the default, and the bundled
+# example each runs (roles/horovod_launch/files/).
+LAUNCHERS = ("horovodrun", "torchrun")
+EXAMPLES = {"horovodrun": "horovod_train_example.py", "torchrun": "torchrun_train_example.py"}
+# torchrun (torch.distributed.run) came with torch 1.10.0; before, only torch.distributed.launch.
+OLDEST_TORCH = (1, 10, 0)
+# The torchrun launcher in a torchrun run's directory (files/horovod_torchrun.py) and what it reads.
+TORCHRUN_SCRIPT = "horovod_torchrun.py"
+TORCHRUN_SPEC = "torchrun.json"
+# Seconds the other nodes of a torchrun run get to end on their own once one failed, and a node's torchrun
+# to end once stopped.
+TORCHRUN_GRACE = 30
+# torch before 2.0 reads torchrun's --redirects and --tee (default "0") with Std.from_str, whose to_std finds
+# no member for 0 or 3 on Python 3.11 (an IntFlag's zero and multi-bit values are not iterated from 3.11
+# on), so torchrun fails at once ("'NoneType' object has no attribute 'get'"): Debian 12's python3-torch 1.13
+# on its Python 3.11 does. A mapping of local rank 9 (one digit: the mapping's pattern) to stdout parses
+# there and leaves the other local ranks' output as it is (to_map gives them Std.NONE); a node's tenth
+# process, where there is one, has its stdout teed with torchrun's "[default9]:" in front, which the
+# launcher reads past.
+TORCH_STD_FIXED = (2, 0, 0)
+NO_REDIRECTS = ["--redirects", "9:1", "--tee", "9:1"]
 RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -242,12 +263,26 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
     output_dir = str(inputs["output_dir"] or "")
     if output_dir:
         definition["output_dir"] = output_dir
+    launcher = str(inputs["launcher"])
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    if launcher != LAUNCHERS[0]:
+        definition["launcher"] = launcher
     rank_hosts = horovod_hosts.rank_hosts(hosts, np)
     shared = [d for d in (inputs["share_dir"], inputs["artifact_dir"]) if d]
     check = output_check(inputs, workdir, rank_hosts)
     return {
         **numbers,
         "rank_hosts": rank_hosts,
+        "launcher": launcher,
+        "example_file": EXAMPLES[launcher],
+        "master": str(inputs["master"]),
+        "rdzv_port": int(inputs["rdzv_port"]),
+        # A torchrun run's nodes, in node rank order: the hosts that get processes and how many.
+        "nodes": [
+            {"name": str(host["name"]), "address": str(host["address"]), "nproc": n}
+            for host, n in horovod_hosts.allocate(hosts, np)
+        ],
         "h": h,
         "workdir": workdir,
         "hosts": [str(host["name"]) for host in hosts],
@@ -492,9 +527,47 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         "start_timeout": int(given["start_timeout"]),
         "stall_timeout": int(given["stall_timeout"]),
         **{key: the_plan[key] for key in ("np", "h", "hosts", "rank_hosts", "workdir", "elastic")},
+        "launcher": str(the_plan.get("launcher") or LAUNCHERS[0]),
     }
-    out["argv"] = horovodrun_argv(the_plan, {**given, **out})
+    if the_plan.get("launcher") == "torchrun":
+        out["torchrun"] = torchrun_spec(the_plan, {**given, **out})
+        out["argv"] = ["python3", f"{run_dir}/{TORCHRUN_SCRIPT}", "launch", f"{run_dir}/{TORCHRUN_SPEC}"]
+    else:
+        out["argv"] = horovodrun_argv(the_plan, {**given, **out})
     return plain(out)
+
+
+def torchrun_spec(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+    """What files/horovod_torchrun.py starts on each node (its ``torchrun.json``, but for ``ssh``, which the
+    role adds): one torchrun per node of the plan, in node rank order, the first node's address the rendezvous
+    (torchrun's static rendezvous: node rank 0 holds the store on the master port), the master's own node
+    started there, the others over the pinned ssh. The interfaces go to Gloo and NCCL by their variables; a
+    run with an environment starts every rank through its rank-env.sh."""
+    nodes = the_plan["nodes"]
+    master = str(the_plan["master"])
+    nics = [str(nic) for nic in run["nics"] or []]
+    bad = [nic for nic in nics if not is_interface_name(nic)]
+    if bad:
+        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; torchrun is not run with it")
+    env = {"HOROVOD_LAUNCH_RUN_DIR": run["dir"], OUTPUT_ENV: run["output_dir"]}
+    if nics:
+        env.update(GLOO_SOCKET_IFNAME=",".join(nics), NCCL_SOCKET_IFNAME=",".join(nics))
+    torchrun = ["torchrun", "--nnodes", str(len(nodes)), "--master_addr", str(nodes[0]["address"])]
+    torchrun += ["--master_port", str(the_plan["rdzv_port"]), "--max_restarts", "0"]
+    found = release(run["torch_version"])
+    if found is not None and found < TORCH_STD_FIXED:
+        torchrun += NO_REDIRECTS
+    loader = ["sh", run["rank_env"]] if run["rank_env"] else []
+    return {
+        "run_dir": run["dir"],
+        "self": f"{run['dir']}/{TORCHRUN_SCRIPT}",
+        "workdir": run["workdir"],
+        "grace": TORCHRUN_GRACE,
+        "nodes": [{**node, "local": node["name"] == master} for node in nodes],
+        "env": env,
+        "torchrun": torchrun,
+        "command": [*loader, *run["command"]],
+    }
 
 
 def _quoted(command: Iterable[str]) -> str:
@@ -662,7 +735,8 @@ def _ended(
             tail = f"Last lines of rank {rank}'s output:\n{info['rank_output']}"
         else:
             tail = f"Last lines of {result['launcher_log']}:\n{info.get('launcher_tail') or ''}"
-        failure = f"Run {name} {how}: horovodrun exited with rc {rc}{who}.\n{tail}\nAll logs: {run_dir}"
+        launcher = run.get("launcher") or LAUNCHERS[0]
+        failure = f"Run {name} {how}: {launcher} exited with rc {rc}{who}.\n{tail}\nAll logs: {run_dir}"
     seen = f"{info.get('launcher_tail') or ''}\n{info.get('rank_output') or ''}"
     diagnose = rc != 0 and not stopped and (timed_out or bool(UNREACHED_RE.search(seen)))
     return {"problem": "", "result": result, "lines": lines, "failure": failure, "diagnose": diagnose}

@@ -60,27 +60,42 @@ def manifest(
     # Every node's part of the survey through the boundary first: its packages go into the manifest.
     survey = worker_reports.survey(survey, given["hosts"], str(given["master"]))
     nodes = host_probes(survey, given["hosts"], str(given["master"]))
-    # The preflight refuses a run whose check-build it cannot read, so this one has it.
-    build = check_build((survey.get("check_build") or {}).get("stdout"))
     definition = dict(the_plan["definition"])
     if the_plan["code_repo"]:
         code = {"repo": the_plan["code_repo"], "version": str(given["code_version"]), "commit": run["code_commit"]}
     else:
         code = {"workdir": run["workdir"]}
     settings = {k: v for k, v in definition.items() if k not in ("command", "hosts", "np", "env_names")}
+    if the_plan.get("launcher") == "torchrun":
+        torch = dict((survey.get("local") or {}).get("torch") or {})
+        gpus = any(n["probe"].get("gpus", {}).get("devices") for n in nodes)
+        launched: dict[str, Any] = {
+            "launcher": "torchrun",
+            "torch": {k: torch.get(k) for k in ("version", "distributed", "gloo", "nccl")},
+            # What the bundled example picks, and what a script that follows torch's docs does.
+            "backend": "nccl" if gpus else "gloo",
+            "world_size": run["np"],
+            "torchrun": [*run["torchrun"]["torchrun"], "--nproc_per_node", "N", "--node_rank", "I"],
+        }
+    else:
+        # The preflight refuses a run whose check-build it cannot read, so this one has it.
+        build = check_build((survey.get("check_build") or {}).get("stdout"))
+        launched = {
+            "horovod_build": {"version": fact["horovod_version"], **{k: v for k, v in build.items() if k != "version"}}
+        }
     return plain(
         {
             "manifest": VERSION,
             "run": run["name"],
             "written": str(given["written"]),
-            "horovod_build": {"version": fact["horovod_version"], **{k: v for k, v in build.items() if k != "version"}},
+            **launched,
             "hosts": [_host(n, str(images.get(n["name"]) or "")) for n in nodes],
             "np": run["np"],
             "hostfile": run["h"] or "",
             "network_interfaces": list(fact.get("network_interfaces") or []),
             "code": code,
             "command": list(run["command"]),
-            "horovodrun": list(run["argv"]),
+            ("launch" if the_plan.get("launcher") == "torchrun" else "horovodrun"): list(run["argv"]),
             "env_names": sorted(definition.get("env_names") or []),
             "settings": {**settings, "output_dir": run["output_dir"], "timeout": run["timeout"]},
         }
@@ -109,9 +124,17 @@ def line(m: Mapping[str, Any] | None) -> str:
     else:
         image = f"image {known[0][:19]} on {len([i for i in images if i])} of {len(images)} hosts (the others not read)"
     build = m.get("horovod_build") or {}
+    if m.get("launcher") == "torchrun":
+        torch = m.get("torch") or {}
+        launched = (
+            f"torchrun (torch {torch.get('version') or '?'}, {m.get('backend') or '?'}, "
+            f"world size {m.get('world_size')})"
+        )
+    else:
+        launched = f"Horovod {build.get('version') or '?'} ({', '.join(build.get('controllers') or []) or '?'})"
     parts = [
-        f"Horovod {build.get('version') or '?'} ({', '.join(build.get('controllers') or []) or '?'})",
-        _package_line(hosts, "torch", "torch"),
+        launched,
+        _package_line(hosts, "torch", "torch") if m.get("launcher") != "torchrun" else "",
         _package_line(hosts, "tensorflow", "TensorFlow"),
         _package_line(hosts, "libnccl", "NCCL"),
         image,

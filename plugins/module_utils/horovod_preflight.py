@@ -18,7 +18,11 @@ from typing import Any
 
 from ansible.module_utils.common.text.formatters import bytes_to_human
 from ansible_collections.multinode.horovod.plugins.module_utils import jobs, worker_reports
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import release_problems
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import (
+    OLDEST_TORCH,
+    release,
+    release_problems,
+)
 from ansible_collections.multinode.horovod.plugins.module_utils.values import named
 
 # What the role passes in (tasks/checks.yml); every key is required.
@@ -38,6 +42,7 @@ SETTINGS = (
     "plan",  # the run's plan (horovod_launch_plan): np, total_slots, h, other_image_ids
     "ssh_wrapper",  # the ssh wrapper that pins host keys, as the master's container sees it
     "nccl_net_check",  # horovod_launch_nccl_net_check
+    "launcher",  # horovod_launch_launcher: horovodrun or torchrun
 )
 # Optional: "names", {role variable (or field): the site setting it came from} (values.named), so that a
 # message names what the user set (horovod_node_address) where the site mapped it.
@@ -92,8 +97,41 @@ def _text(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _torch_problems(node: str, container: str, torch: Mapping[str, Any] | None, gpus: bool) -> list[str]:
+    """What a torchrun run cannot do with the torch in `node`'s container (the probe's ``--torch`` answer):
+    no torch, one older than OLDEST_TORCH, no torch.distributed or Gloo, no torchrun, no NCCL beside GPUs."""
+    where = f"{node} (the container '{container}')"
+    fix = "Use an image with PyTorch for the launcher (docker_horovod_image), or horovod_launch_launcher: horovodrun."
+    if not torch:
+        return [f"{where}: the probe read nothing of torch. {fix}"]
+    if torch.get("error"):
+        return [f"{where}: torch cannot be imported: {_text(torch['error'], 300)}. {fix}"]
+    found = release(torch.get("version"))
+    oldest = ".".join(map(str, OLDEST_TORCH))
+    if found is None or found < OLDEST_TORCH:
+        return [f"{where}: torch {torch.get('version')!s} is older than {oldest}, the oldest with torchrun. {fix}"]
+    missing = [
+        what
+        for what, ok in (
+            ("torch.distributed", torch.get("distributed")),
+            ("the Gloo backend", torch.get("gloo")),
+            ("the NCCL backend (the container sees GPUs)", torch.get("nccl") or not gpus),
+            ("the torchrun command", torch.get("torchrun")),
+        )
+        if not ok
+    ]
+    if missing:
+        return [f"{where}: torch {torch.get('version')} lacks {', '.join(missing)}. {fix}"]
+    return []
+
+
 def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> list[str]:
     """What must hold before the other nodes' reports can be read."""
+    if s["launcher"] == "torchrun":
+        local = report.get("local") or {}
+        gpus = bool((local.get("gpus") or {}).get("devices"))
+        problems = _torch_problems(me, s["container"], local.get("torch"), gpus)
+        return problems + _ssh_and_addresses(report, me, s) + _unreachable(report, me, s)
     problems = []
     build_run = report.get("check_build") or {}
     if build_run.get("rc") != 0:
@@ -122,10 +160,17 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
         f"{me} (the container '{s['container']}')",
         s["controller"],
     )
+    return problems + _ssh_and_addresses(report, me, s) + _unreachable(report, me, s)
+
+
+def _ssh_and_addresses(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> list[str]:
+    """The ssh the launcher runs pins host keys; each host of the run has an address of its own."""
+    problems = []
+    launcher = "horovodrun" if s["launcher"] == "horovodrun" else "the torchrun launcher"
     found = report.get("ssh", "")
     if found != s["ssh_wrapper"]:
         problems.append(
-            f"{me}: horovodrun in the container '{s['container']}' would run {found or 'no ssh'} instead of the "
+            f"{me}: {launcher} in the container '{s['container']}' would run {found or 'no ssh'} instead of the "
             f"ssh wrapper {s['ssh_wrapper']}, which forces host key checking against the pinned known_hosts "
             "(horovodrun turns it off on its command line). Run multinode.horovod.ssh_trust for the cluster "
             "(site.yml --tags ssh), which writes it into the host directory the container mounts."
@@ -133,10 +178,10 @@ def _first_stage(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> li
     local_names = report.get("local_names") or []
     if len(local_names) > 1:
         problems.append(
-            f"{me}: the addresses of {', '.join(local_names)} all lead to this host, so horovodrun would start all "
-            f"their processes here. Give each host in horovod_launch_hosts its own address ({_address(s)})."
+            f"{me}: the addresses of {', '.join(local_names)} all lead to this host, so {launcher} would start "
+            f"all their processes here. Give each host in horovod_launch_hosts its own address ({_address(s)})."
         )
-    return problems + _unreachable(report, me, s)
+    return problems
 
 
 def _unreachable(report: Mapping[str, Any], me: str, s: Mapping[str, Any]) -> list[str]:
@@ -231,6 +276,8 @@ def _hostnames(nodes: list[dict[str, Any]], _unused: str, s: Mapping[str, Any]) 
 
 
 def _versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
+    if s["launcher"] == "torchrun":
+        return _torch_versions(nodes, me, s)
     mine = s["local_version"]
     return [
         f"{node['name']} runs Horovod '{node['probe'].get('horovod_version')}' but {me} runs '{mine}'; every "
@@ -238,6 +285,25 @@ def _versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> lis
         "docker_horovod_image."
         for node in nodes
         if node["probe"].get("horovod_version") != mine
+    ]
+
+
+def _torch_versions(nodes: list[dict[str, Any]], me: str, s: Mapping[str, Any]) -> list[str]:
+    """A torchrun run: torch usable on every node, and the same release on every node."""
+    problems = [
+        problem
+        for node in nodes
+        for problem in _torch_problems(
+            node["name"], s["container"], node["probe"].get("torch"), bool(_gpu_devices(node))
+        )
+    ]
+    mine = s["local_torch"]
+    return problems + [
+        f"{node['name']} runs torch '{(node['probe'].get('torch') or {}).get('version')}' but {me} runs '{mine}'; "
+        "every node must run the same image. Run multinode.horovod.docker_horovod on the cluster with one "
+        "docker_horovod_image."
+        for node in nodes
+        if not problems and (node["probe"].get("torch") or {}).get("version") != mine
     ]
 
 
@@ -611,7 +677,14 @@ def _rule_settings(
     # With no other host, horovodrun opens no connection, so there is no interface to choose.
     auto_nics = not settings["network_interfaces"] and len(report.get("local_names") or []) < len(hosts)
     local_version = report["local"].get("horovod_version")
-    return {**settings, "auto_nics": auto_nics, "local_version": local_version, "tcp": report.get("tcp")}
+    local_torch = (report["local"].get("torch") or {}).get("version")
+    return {
+        **settings,
+        "auto_nics": auto_nics,
+        "local_version": local_version,
+        "local_torch": local_torch,
+        "tcp": report.get("tcp"),
+    }
 
 
 def _jobs(node: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
@@ -645,7 +718,9 @@ def preflight(
     report = worker_reports.survey(report, hosts, me)
     plan = settings["plan"]
     fact: dict[str, Any] = {
+        "launcher": settings["launcher"],
         "horovod_version": "",
+        "torch_version": "",
         "controller": settings["controller"],
         "np": int(plan["np"]),
         "slots": int(plan["total_slots"]),
@@ -671,9 +746,15 @@ def preflight(
     local = report["local"]
     result["problems"] = [problem for rule in SECOND_STAGE for problem in rule(nodes, me, rules)]
     # horovodrun's own report: the release its command line is built for.
-    built = check_build((report.get("check_build") or {}).get("stdout"))
-    fact["horovod_version"] = built["version"]
-    wanted = nccl_net_check(nodes, settings, built["frameworks"])
+    torchrun = settings["launcher"] == "torchrun"
+    if torchrun:
+        fact["torch_version"] = str((local.get("torch") or {}).get("version") or "")
+        # The NCCL check is an allreduce of Horovod's: not for an image without it.
+        wanted = False
+    else:
+        built = check_build((report.get("check_build") or {}).get("stdout"))
+        fact["horovod_version"] = built["version"]
+        wanted = nccl_net_check(nodes, settings, built["frameworks"])
     fact["launchers"] = local.get("launchers") or []
     fact["network_interfaces"] = _run_nics(nodes, rules)
     fact["hosts"] = [
@@ -695,8 +776,12 @@ def preflight(
     result["jobs"] = truncate(" | ".join(f"{h['name']}: {'; '.join(h['jobs'])}" for h in busy), JOBS_SHOWN)
     compared = fact["images_compared"]
     result["lines"] = [
-        f"Horovod {fact['horovod_version']} ({fact['controller']}), np {fact['np']} of {fact['slots']} slots, "
-        f"-H {fact['h']}",
+        (
+            f"torchrun (torch {fact['torch_version']}), {fact['np']} processes of {fact['slots']} slots: {fact['h']}"
+            if torchrun
+            else f"Horovod {fact['horovod_version']} ({fact['controller']}), np {fact['np']} of {fact['slots']} "
+            f"slots, -H {fact['h']}"
+        ),
         f"image: {fact['image']} ("
         + (f"the same in the {compared} other containers compared" if compared else "no other container compared")
         + ")",

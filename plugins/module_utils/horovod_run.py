@@ -30,8 +30,11 @@ FIRST_FAILURE_RES = (
     re.compile(r"Process (\d+) exit with status code [1-9]"),
     re.compile(r"^\s*Process name:\s*\[\[\d+,\d+\],(\d+)\]", re.MULTILINE),
     re.compile(r"rank (\d+) with PID \d+ on node \S+ exited on signal"),
+    # A torchrun run: the role's launcher (files/horovod_torchrun.py) names the first rank whose exit status
+    # reached it.
+    re.compile(r"^First rank to fail: rank (\d+) on ", re.MULTILINE),
 )
-EXIT_CODE_RE = re.compile(r"Exit code: (-?[0-9]+)")
+EXIT_CODE_RE = re.compile(r"(?:Exit code:|^First rank to fail: rank \d+ on \S+, exit code) (-?[0-9]+)", re.MULTILINE)
 
 
 def failed_rank(output: object) -> int | None:

@@ -238,6 +238,25 @@ def _gpus(c: _Check, read: Any) -> dict[str, Any]:
     }
 
 
+def _flag(c: _Check, value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        c.fail(field, f"is {_shown(value)}, not true or false")
+    return value
+
+
+def _torch(c: _Check, read: Any) -> dict[str, Any]:
+    """What a torchrun run needs of a container's torch (the probe's ``--torch``): its version, whether it
+    has torch.distributed, Gloo and NCCL, and the path of torchrun ("" when there is none); or the error."""
+    read = c.mapping(read, "torch", ("version", "distributed", "gloo", "nccl", "torchrun", "error"))
+    if "error" in read:
+        return {"error": c.text(read["error"], "torch.error", 1000)}
+    return {
+        "version": c.matches(read.get("version", ""), "torch.version", VERSION_RE, "a version", True),
+        **{key: _flag(c, read.get(key, False), f"torch.{key}") for key in ("distributed", "gloo", "nccl")},
+        "torchrun": c.line(read.get("torchrun", ""), "torch.torchrun"),
+    }
+
+
 def _routes(c: _Check, routes: Any) -> list[dict[str, Any]]:
     out = []
     for i, given in enumerate(c.items(routes, "routes", 65536)):
@@ -334,6 +353,7 @@ PROBE_FIELDS: dict[str, Callable[[_Check, Any], Any]] = {
     "markers": _states("markers"),
     "writable": _states("writable"),
     "gpus": _gpus,
+    "torch": _torch,
     "rdma": lambda c, v: [c.matches(d, "rdma", DEVICE_RE, "a device name") for d in c.items(v, "rdma", 4096)],
     # A worker's is never read (the master's horovodrun builds the run); the master's own is its own.
     "check_build": lambda c, v: v,

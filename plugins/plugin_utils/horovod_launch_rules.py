@@ -19,7 +19,7 @@ from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import code_dest
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import LAUNCHERS, code_dest
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_manifest import compare_names
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import shown, whole
@@ -180,9 +180,45 @@ RESERVED_ENV: tuple[tuple[tuple[str, ...], str, str], ...] = (
 )
 
 
-def _reserved_env(name: str) -> str | None:
-    """Why horovod_launch_env may not set `name`, and the fix (RESERVED_ENV); None when it may."""
-    for names, why, fix in RESERVED_ENV:
+# What torchrun sets for every rank of a torchrun run (torch/distributed/run.py and the elastic agent), and the
+# interfaces' variables the role sets from horovod_launch_network_interfaces.
+TORCHRUN_RESERVED_ENV: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (
+        (
+            "RANK",
+            "LOCAL_RANK",
+            "WORLD_SIZE",
+            "LOCAL_WORLD_SIZE",
+            "GROUP_RANK",
+            "GROUP_WORLD_SIZE",
+            "ROLE_RANK",
+            "ROLE_NAME",
+            "ROLE_WORLD_SIZE",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "TORCHELASTIC_*",
+        ),
+        "torchrun sets it for every rank (which rank it is, where the ranks meet)",
+        REMOVE,
+    ),
+    (
+        ("PET_*",),
+        "torchrun reads its options' defaults from PET_<OPTION> (torch/distributed/argparse_util.py), but the "
+        "run's environment is loaded by each rank, after torchrun started, so it would not reach torchrun",
+        "remove it; the role's variables set torchrun's options (horovod_launch_hosts, horovod_launch_rdzv_port)",
+    ),
+    (
+        ("GLOO_SOCKET_IFNAME",),
+        "the role sets it for every rank of a torchrun run from the network interfaces",
+        f"list them in {P}network_interfaces instead",
+    ),
+)
+
+
+def _reserved_env(name: str, launcher: str = "horovodrun") -> str | None:
+    """Why horovod_launch_env may not set `name`, and the fix (RESERVED_ENV, and TORCHRUN_RESERVED_ENV for a
+    torchrun run); None when it may."""
+    for names, why, fix in (*RESERVED_ENV, *(TORCHRUN_RESERVED_ENV if launcher == "torchrun" else ())):
         if any(name == n or (n.endswith("*") and name.startswith(n[:-1])) for n in names):
             return f"{why}; {fix}"
     return None
@@ -661,6 +697,56 @@ def _names(inputs: Mapping[str, Any]) -> Problems:
     return out
 
 
+# Ports a torchrun run's rendezvous may not take: NFS and rpcbind on the hosts (the containers share the
+# hosts' network), besides the containers' ssh port.
+TAKEN_PORTS = {2049: "NFS", 111: "rpcbind"}
+
+
+def _launcher(inputs: Mapping[str, Any]) -> Problems:
+    """The launcher is one the role has; a torchrun run's rendezvous port is free of the ports the cluster
+    uses, and it asks for nothing only horovodrun does (an elastic torchrun run is not built yet)."""
+    launcher = inputs.get(f"{P}launcher", _ABSENT)
+    if launcher is _ABSENT:
+        return []
+    if launcher not in LAUNCHERS:
+        return [(f"{P}launcher", f"{launcher!r} is not a launcher; choose {' or '.join(LAUNCHERS)}")]
+    if launcher != "torchrun":
+        return []
+    out: Problems = []
+    port = whole(inputs.get(f"{P}rdzv_port", 29500))
+    ssh_port = whole(inputs.get(f"{P}ssh_port", _ABSENT))
+    if port is None or not 1 <= port <= MAX_PORT:
+        out.append((f"{P}rdzv_port", f"{shown(inputs.get(f'{P}rdzv_port'))} is not a TCP port (1 to {MAX_PORT})"))
+    elif port == ssh_port or port in TAKEN_PORTS:
+        taken = "the containers' sshd (horovod_launch_ssh_port)" if port == ssh_port else TAKEN_PORTS[port]
+        out.append((f"{P}rdzv_port", f"{port} is the port of {taken}; choose another, e.g. 29500"))
+    if _flag(inputs.get(f"{P}elastic", False)) is True:
+        out.append(
+            (
+                f"{P}elastic",
+                "an elastic torchrun run is not supported yet (torchrun's elastic rendezvous); set "
+                "horovod_launch_elastic: false, or horovod_launch_launcher: horovodrun for Horovod's elastic run",
+            )
+        )
+    if inputs.get(f"{P}extra_args"):
+        out.append(
+            (
+                f"{P}extra_args",
+                "holds horovodrun's options, which a torchrun run does not take; leave it empty with "
+                "horovod_launch_launcher: torchrun",
+            )
+        )
+    if inputs.get(f"{P}controller", "gloo") != "gloo":
+        out.append(
+            (
+                f"{P}controller",
+                "is Horovod's; a torchrun run has no controller (Gloo or NCCL is torch.distributed's backend): "
+                "leave it gloo with horovod_launch_launcher: torchrun",
+            )
+        )
+    return out
+
+
 def _code(inputs: Mapping[str, Any]) -> Problems:
     repo = inputs.get(f"{P}code_repo", "")
     if not isinstance(repo, str):
@@ -719,7 +805,7 @@ def _env(inputs: Mapping[str, Any]) -> Problems:
             out.append(
                 (f"{P}env", f"{name!r} is not a variable name (letters, digits, '_', not starting with a digit); {fix}")
             )
-        elif why := _reserved_env(name):
+        elif why := _reserved_env(name, str(inputs.get(f"{P}launcher", "horovodrun"))):
             out.append((f"{P}env", f"{name} may not be set here: {why}"))
         # The value itself is never quoted: it may be a secret.
         elif isinstance(value, bool):
@@ -862,6 +948,7 @@ def problems(inputs: Mapping[str, Any]) -> Problems:
     out += _counts(inputs)
     out += _directories(inputs)
     out += _names(inputs)
+    out += _launcher(inputs)
     out += _code(inputs)
     out += _command(inputs)
     out += _env(inputs)

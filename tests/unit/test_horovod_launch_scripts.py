@@ -673,6 +673,7 @@ def test_a_hopper_host_under_the_default_image_is_stopped_by_the_preflight(tmp_p
         },
         "ssh_wrapper": "/root/.ssh/bin/ssh",
         "nccl_net_check": True,
+        "launcher": "horovodrun",
     }
     hosts = [{"name": "gpu-1", "address": "127.0.0.1", "slots": 2}]
     assert preflight(report, hosts, "gpu-1", settings)["problems"] == []  # pytorch not required: not judged

@@ -42,6 +42,12 @@ def missing_tests(tokens: list[str]) -> list[str]:
     return missing
 
 
+def unpinned_links(text: str) -> list[str]:
+    """Links into upstream sources that name a branch: the line numbers and behaviour cited move with it."""
+    refs = re.findall(r"https://github\.com/[\w.-]+/[\w.-]+/blob/([^/)\s]+)/", text)
+    return [ref for ref in refs if not re.fullmatch(r"v\d+(\.\d+)+", ref)]
+
+
 def missing_plays(text: str) -> list[str]:
     plays = {play["name"] for play in yaml.safe_load((REPO / "molecule/docker_horovod/verify.yml").read_text())}
     quoted = re.findall(r'docker_horovod\'s "([^"]+)"', " ".join(text.split()))
@@ -63,8 +69,17 @@ def test_every_quoted_docker_horovod_play_exists():
     assert missing_plays(TEXT) == []
 
 
+def test_every_upstream_source_link_names_a_release():
+    assert len(re.findall(r"https://github\.com/[\w.-]+/[\w.-]+/blob/", TEXT)) >= 10
+    assert unpinned_links(TEXT) == []
+
+
 def test_the_checks_find_what_is_not_there():
     assert missing_paths(["molecule/no_such/verify.yml", "README.md"]) == ["molecule/no_such/verify.yml"]
     assert missing_tests(["test_no_such_guarantee", "test_root_has_no_password"]) == ["test_no_such_guarantee"]
     assert missing_tests(["molecule/nfs/tests/test_nfs_server.py::test_root_has_no_password"]) != []
     assert missing_plays('docker_horovod\'s "Verify nothing at all"') == ["Verify nothing at all"]
+    assert unpinned_links(
+        "[a](https://github.com/pytorch/pytorch/blob/main/torch/distributed/run.py) "
+        "[b](https://github.com/pytorch/pytorch/blob/v2.5.1/torch/distributed/run.py)"
+    ) == ["main"]

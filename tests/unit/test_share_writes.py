@@ -77,6 +77,8 @@ ALLOWED = {
     ("roles/horovod_launch/tasks/start.yml", "Write the hosts of the elastic run for its discovery script"): _ARTIFACTS,
     ("roles/horovod_launch/tasks/start.yml", "Write the discovery script of the elastic run"): _ARTIFACTS,
     ("roles/horovod_launch/tasks/start.yml", "Write the launch script of the run"): _ARTIFACTS,
+    ("roles/horovod_launch/tasks/start.yml", "Write the torchrun launcher into the run directory"): _ARTIFACTS,
+    ("roles/horovod_launch/tasks/start.yml", "Write what the torchrun launcher starts on each node"): _ARTIFACTS,
     ("roles/horovod_launch/tasks/stop.yml", "Mark the run as stopped"): _ARTIFACTS,
     ("roles/horovod_launch/tasks/workspace.yml", "Create the example directory on the share"): _ARTIFACTS,
     ("roles/horovod_launch/tasks/workspace.yml", "Copy the example training script onto the share"): _ARTIFACTS,

@@ -66,6 +66,7 @@ SETTINGS: dict[str, Any] = {
     },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
     "nccl_net_check": True,
+    "launcher": "horovodrun",
 }
 
 

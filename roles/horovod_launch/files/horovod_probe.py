@@ -76,6 +76,16 @@ FRAMEWORK_GPU_CODE = {
     ),
 }
 GPU_READ_TIMEOUT = 120
+# What a torchrun run needs of the image (horovod_launch_launcher: torchrun), read in a python3 of its own:
+# torch's version, whether it has torch.distributed and its Gloo and NCCL backends, and torchrun.
+TORCH_CODE = (
+    "import json, shutil, torch\n"
+    "d = torch.distributed\n"
+    "a = d.is_available()\n"
+    "print(json.dumps({'version': torch.__version__, 'distributed': a,"
+    " 'gloo': bool(a and d.is_gloo_available()), 'nccl': bool(a and d.is_nccl_available()),"
+    " 'torchrun': shutil.which('torchrun') or ''}))\n"
+)
 
 # The values of NAME=value words are hidden in every command line this prints: horovodrun puts the run's
 # environment (which may hold secrets) on its ranks' command lines. The same pattern as
@@ -368,6 +378,16 @@ def gpus(frameworks: Sequence[str] = ()) -> Dict[str, object]:
     return result
 
 
+def torch_info() -> Dict[str, object]:
+    """What a torchrun run needs of this container (TORCH_CODE), or ``{error}`` when torch cannot be
+    imported."""
+    rc, out, err = _run([sys.executable, "-c", TORCH_CODE], GPU_READ_TIMEOUT)
+    try:
+        return json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": " ".join((err or out).split())[-300:]}
+    except (ValueError, IndexError):
+        return {"error": " ".join((err or out).split())[-300:] or f"exited {rc}"}
+
+
 def writable(path: str) -> str:
     """ "ok" when root here may create files in `path` or, while it is missing, in the nearest directory
     above it that exists (where it would be created); else why not. access(2) asks the file system itself:
@@ -406,11 +426,13 @@ def probe(
     markers: Sequence[Marker] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
+    *,
+    with_torch: bool = False,
 ) -> Dict[str, object]:
     interfaces = interface_addresses()
     holders = {ip: name for name, ips in sorted(interfaces.items(), reverse=True) for ip in ips}
     resolved = {address: resolve(address) for address in addresses}
-    return {
+    report: Dict[str, object] = {
         "hostname": socket.gethostname(),
         "horovod_version": horovod_version(),
         "packages": packages(),
@@ -430,6 +452,9 @@ def probe(
         # Where the run writes, as this host's container may (the preflight asks the hosts of rank 0).
         "writable": {path: writable(path) for path in writable_paths},
     }
+    if with_torch:
+        report["torch"] = torch_info()
+    return report
 
 
 def own_source() -> str:
@@ -508,12 +533,14 @@ def probe_remote(
     markers: Sequence[Marker] = (),
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
+    with_torch: bool = False,
 ) -> Dict[str, object]:
     """Run this program in the container at `address` over the containers' ssh; its rc and output."""
     args = ["--address", address] + [word for path in paths for word in ("--path", path)]
     args += [f"--writable={path}" for path in writable_paths]
     args += [word for path, token in markers for word in ("--marker", f"{path}={token}")]
     args += [f"--gpu-framework={framework}" for framework in frameworks]
+    args += ["--torch"] if with_torch else []
     return run_remote(ssh, address, args, source, timeout)
 
 
@@ -656,6 +683,7 @@ def survey(
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
     with_tcp: bool = False,
+    with_torch: bool = False,
 ) -> Dict[str, object]:
     """Probe here, tell which hosts are this one, and probe every other host in parallel; every host
     also reads back the markers written first in `shares`. With `with_tcp`, then the TCP matrix between
@@ -670,6 +698,7 @@ def survey(
             markers=markers,
             frameworks=frameworks,
             writable_paths=writable_paths,
+            with_torch=with_torch,
         )
     if with_tcp and len(hosts) > 1:
         answered = {r["name"] for r in report["remotes"] if r["rc"] == 0} | set(report["local_names"])  # type: ignore[index,union-attr]
@@ -688,8 +717,10 @@ def _survey(
     markers: Sequence[Marker],
     frameworks: Sequence[str] = (),
     writable_paths: Sequence[str] = (),
+    with_torch: bool = False,
 ) -> Dict[str, object]:
-    local = probe([address for _unused, address in hosts], paths, markers, frameworks, writable_paths)
+    addresses_of = [address for _unused, address in hosts]
+    local = probe(addresses_of, paths, markers, frameworks, writable_paths, with_torch=with_torch)
     addresses = local["addresses"]
     local_names = [name for name, address in hosts if addresses[address]["interface"] is not None]  # type: ignore[index]
     others = [(name, address) for name, address in hosts if name not in local_names]
@@ -711,6 +742,7 @@ def _survey(
                     markers=markers,
                     frameworks=frameworks,
                     writable_paths=writable_paths,
+                    with_torch=with_torch,
                 ),
             }
 
@@ -769,6 +801,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--ssh-argv", default="[]", help="JSON list: the ssh command that reaches the other hosts")
     parser.add_argument("--remote-timeout", type=float, default=90, help="seconds one other host may take to answer")
     parser.add_argument("--check-build", action="store_true", help="add horovodrun --check-build (cached)")
+    parser.add_argument("--torch", action="store_true", help="add what a torchrun run needs of torch (every host)")
     parser.add_argument(
         "--gpu-framework",
         action="append",
@@ -803,11 +836,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             frameworks=args.gpu_framework,
             writable_paths=args.writable,
             with_tcp=args.tcp_matrix,
+            with_torch=args.torch,
         )
         if args.ssh_wrapper:
             report["ssh"] = ssh_found(args.ssh_wrapper)
     else:
-        report = probe(args.address, args.path, args.marker, args.gpu_framework, args.writable)
+        report = probe(args.address, args.path, args.marker, args.gpu_framework, args.writable, with_torch=args.torch)
         if args.check_build:
             report["check_build"] = check_build()
     print(json.dumps(report, sort_keys=True))

@@ -14,7 +14,8 @@ over the pinned ssh, where it runs itself again (``python3 -`` with its code on 
 * ``local-ranks RUN_DIR`` / ``local-stop RUN_DIR GRACE``: the same on this node only (run over ssh).
 
 A process belongs to a run when its environment holds ``HOROVOD_LAUNCH_RUN_DIR=RUN_DIR``: the launch
-script exports it and horovodrun passes it on to every rank. Nothing else in the containers is touched.
+script exports it and horovodrun passes it on to every rank (in a torchrun run, every node's torchrun has it
+and passes it on to its ranks). Nothing else in the containers is touched.
 """
 
 import json
@@ -95,7 +96,8 @@ def run_processes(run_dir: str) -> List[Dict[str, object]]:
         env = environ(pid)
         if env.get(RUN_ENV) != run_dir:
             continue
-        rank = env.get("HOROVOD_RANK")
+        # horovodrun's ranks have HOROVOD_RANK; torchrun's have RANK (its own agent has neither).
+        rank = env.get("HOROVOD_RANK") or env.get("RANK")
         found.append({"pid": pid, "rank": int(rank) if rank and rank.isdigit() else None, "args": cmdline(pid)})
     return sorted(found, key=lambda p: int(p["pid"]))  # type: ignore[call-overload]
 

@@ -38,6 +38,8 @@ PLAN_INPUTS = {
     "extra_args": [],
     "image_ids": {"master": "sha256:aa", "w1": "sha256:aa"},
     "master": "master",
+    "launcher": "horovodrun",
+    "rdzv_port": 29500,
 }
 GIVEN = {
     "name": "r1",
@@ -56,6 +58,7 @@ GIVEN = {
     "poll_interval": 15,
     "tail_lines": 40,
     "horovod_version": "0.28.1",
+    "torch_version": "2.5.1+cu124",
 }
 COMMON = ["-p", "12345", "-i", "/root/.ssh/id_ed25519", "--start-timeout", "60", "--gloo"]
 RUN_DIR = "/data1/artifacts/runs/r1"
@@ -817,3 +820,54 @@ def test_a_given_checkout_directory_and_no_repository():
     # Without an artifact directory the share (refused by the rules unless horovod_launch_allow_share_code).
     shared = m.plan({**PLAN_INPUTS, "code_repo": "/r.git", "code_dest": "", "artifact_dir": ""})
     assert shared["code_dest"] == "/data1/share/code/r"
+
+
+def test_a_torchrun_run_starts_one_torchrun_per_node_from_the_master():
+    run = run_of({"launcher": "torchrun", "np": 5}, nics=["eth0"])
+    assert run["argv"] == ["python3", f"{RUN_DIR}/horovod_torchrun.py", "launch", f"{RUN_DIR}/torchrun.json"]
+    spec = run["torchrun"]
+    # Node rank order is the host list's, each node's processes its share of np; the first host holds the
+    # rendezvous; the master's own node is started there, the others over ssh.
+    assert spec["nodes"] == [
+        {"name": "master", "address": "10.0.0.1", "nproc": 4, "local": True},
+        {"name": "w1", "address": "10.0.0.2", "nproc": 1, "local": False},
+    ]
+    assert spec["torchrun"] == [
+        "torchrun", "--nnodes", "2", "--master_addr", "10.0.0.1", "--master_port", "29500", "--max_restarts", "0",
+    ]  # fmt: skip
+    assert spec["env"] == {
+        "HOROVOD_LAUNCH_RUN_DIR": RUN_DIR,
+        "HOROVOD_LAUNCH_OUTPUT_DIR": f"{RUN_DIR}/output",
+        "GLOO_SOCKET_IFNAME": "eth0",
+        "NCCL_SOCKET_IFNAME": "eth0",
+    }
+    # The run's environment is loaded by each rank, never on a command line.
+    assert spec["command"][:2] == ["sh", f"{RUN_DIR}/rank-env.sh"]
+    assert spec["self"] == f"{RUN_DIR}/horovod_torchrun.py" and spec["workdir"] == "/data1/artifacts"
+    assert run["rank_hosts"] == ["master"] * 4 + ["w1"]
+
+
+def test_a_torchrun_run_is_another_run_and_a_horovodrun_run_keeps_its_name():
+    horovodrun = run_of(name="", example_sha256="c0de")
+    torchrun = run_of({"launcher": "torchrun"}, name="", example_sha256="c0de")
+    assert horovodrun["name"] == "run-25209ede92bb" and "torchrun" not in horovodrun
+    assert torchrun["name"] != horovodrun["name"]
+    assert m.plan({**PLAN_INPUTS, "launcher": "torchrun"})["definition"]["launcher"] == "torchrun"
+    assert m.plan({**PLAN_INPUTS, "launcher": "torchrun"})["example_file"] == "torchrun_train_example.py"
+    assert m.plan(PLAN_INPUTS)["example_file"] == "horovod_train_example.py"
+
+
+def test_a_torchrun_run_refuses_an_interface_a_shell_would_read():
+    with pytest.raises(ValueError, match="torchrun is not run with it"):
+        run_of({"launcher": "torchrun"}, nics=["eth0$(touch /tmp/p)"])
+
+
+def test_an_unknown_launcher_is_no_plan():
+    with pytest.raises(ValueError, match="launcher must be one of horovodrun, torchrun"):
+        m.plan({**PLAN_INPUTS, "launcher": "mpirun"})
+
+
+def test_torchrun_of_torch_before_2_gets_redirects_its_python_3_11_can_read():
+    spec = run_of({"launcher": "torchrun"}, torch_version="1.13.0a0+gitunknown")["torchrun"]
+    assert spec["torchrun"][-4:] == ["--redirects", "9:1", "--tee", "9:1"]
+    assert "--redirects" not in run_of({"launcher": "torchrun"}, torch_version="2.0.0")["torchrun"]["torchrun"]

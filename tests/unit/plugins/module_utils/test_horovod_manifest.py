@@ -41,6 +41,8 @@ PLAN_INPUTS = {
     "extra_args": ["--fusion-threshold-mb", "32"],
     "image_ids": {"node-b": "sha256:aaa", "node-c": "sha256:aaa"},
     "master": "node-a",
+    "launcher": "horovodrun",
+    "rdzv_port": 29500,
 }
 GIVEN_RUN = {
     "name": "r1",
@@ -59,6 +61,7 @@ GIVEN_RUN = {
     "poll_interval": 15,
     "tail_lines": 40,
     "horovod_version": "0.28.1",
+    "torch_version": "",
 }
 PACKAGES = {"torch": "1.13.1", "tqdm": "4.66.1", "libnccl": "2.18.3"}
 

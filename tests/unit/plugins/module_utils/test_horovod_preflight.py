@@ -71,6 +71,7 @@ SETTINGS_OK: dict[str, Any] = {
     },
     "ssh_wrapper": "/root/.ssh/bin/ssh",
     "nccl_net_check": True,
+    "launcher": "horovodrun",
 }
 
 
@@ -719,3 +720,77 @@ def test_the_doctor_asks_nccl_between_gpu_hosts_only():
     assert beside["nccl"] == {} and beside["lines"][-1].startswith(
         "NCCL between the GPU hosts: not asked while a job runs on node-c (the check would share its GPUs)"
     )
+
+
+TORCH = {
+    "version": "2.5.1+cu124",
+    "distributed": True,
+    "gloo": True,
+    "nccl": True,
+    "torchrun": "/usr/local/bin/torchrun",
+}
+
+
+def torchrun_report(**local_torch: Any) -> dict[str, Any]:
+    """What the probe reports for a torchrun run (--torch, no check-build): torch on every node."""
+    rep = report()
+    del rep["check_build"]
+    rep["local"]["torch"] = {**TORCH, **local_torch}
+    for entry in rep["remotes"]:
+        probe = json.loads(entry["stdout"])
+        probe["torch"] = TORCH
+        entry["stdout"] = json.dumps(probe)
+    return rep
+
+
+def test_a_torchrun_run_needs_no_horovod_and_says_which_torch():
+    result = judge(torchrun_report(), launcher="torchrun")
+    assert result["problems"] == []
+    assert result["fact"]["launcher"] == "torchrun" and result["fact"]["torch_version"] == "2.5.1+cu124"
+    assert result["fact"]["horovod_version"] == "" and result["fact"]["nccl_net_check"] is False
+    assert (
+        result["lines"][0] == "torchrun (torch 2.5.1+cu124), 4 processes of 4 slots: 10.0.0.1:1,10.0.0.2:2,10.0.0.3:1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("local_torch", "fragment"),
+    [
+        ({"version": "1.9.1"}, "torch 1.9.1 is older than 1.10.0, the oldest with torchrun"),
+        ({"gloo": False}, "lacks the Gloo backend"),
+        ({"torchrun": ""}, "lacks the torchrun command"),
+        ({"distributed": False}, "lacks torch.distributed"),
+        ({"error": "ModuleNotFoundError: No module named 'torch'"}, "torch cannot be imported: ModuleNotFoundError"),
+    ],
+)
+def test_the_master_without_what_torchrun_needs_is_named(local_torch, fragment):
+    torch = {"error": local_torch["error"]} if "error" in local_torch else local_torch
+    rep = torchrun_report()
+    rep["local"]["torch"] = torch if "error" in torch else {**TORCH, **torch}
+    problems = judge(rep, launcher="torchrun")["problems"]
+    assert len(problems) == 1 and problems[0].startswith("node-a (the container 'horovod'): ")
+    assert fragment in problems[0] and "horovod_launch_launcher: horovodrun" in problems[0]
+
+
+def test_a_worker_without_torch_or_with_another_torch_is_named():
+    rep = remote(torchrun_report(), "node-b", torch={**TORCH, "torchrun": ""})
+    problems = judge(rep, launcher="torchrun")["problems"]
+    assert [p[:40] for p in problems] == ["node-b (the container 'horovod'): torch "]
+    rep = remote(torchrun_report(), "node-c", torch={**TORCH, "version": "2.4.0"})
+    problems = judge(rep, launcher="torchrun")["problems"]
+    assert problems == [
+        "node-c runs torch '2.4.0' but node-a runs '2.5.1+cu124'; every node must run the same image. Run "
+        "multinode.horovod.docker_horovod on the cluster with one docker_horovod_image."
+    ]
+
+
+def test_a_torchrun_run_without_the_probes_torch_answer_is_refused():
+    rep = torchrun_report()
+    del rep["local"]["torch"]
+    assert "the probe read nothing of torch" in judge(rep, launcher="torchrun")["problems"][0]
+
+
+def test_a_workers_forged_torch_answer_stops_at_the_boundary():
+    rep = remote(torchrun_report(), "node-b", torch={**TORCH, "gloo": "yes$(id)"})
+    with pytest.raises(Exception, match="torch.gloo"):
+        judge(rep, launcher="torchrun")

@@ -60,6 +60,8 @@ GOOD: dict[str, Any] = {
     "horovod_launch_required_frameworks": ["pytorch"],
     "horovod_launch_min_shm_size": "1G",
     "horovod_launch_ssh_connect_timeout": 10,
+    "horovod_launch_launcher": "horovodrun",
+    "horovod_launch_rdzv_port": 29500,
 }
 
 
@@ -883,3 +885,37 @@ def test_the_docs_point_at_the_one_list_and_name_only_what_it_holds():
         )
     ):
         assert name in code_paths.CODE_PATH_VARIABLES or code_paths.code_path(name) or rules._reserved_env(name), name
+
+
+def test_a_torchrun_run_with_the_defaults_is_sound():
+    assert problems(launcher="torchrun") == []
+    assert problems(launcher="torchrun", env={"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "4"}) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "variable", "fragment"),
+    [
+        ({"launcher": "mpirun"}, "launcher", "'mpirun' is not a launcher; choose horovodrun or torchrun"),
+        ({"rdzv_port": 12345}, "rdzv_port", "12345 is the port of the containers' sshd"),
+        ({"rdzv_port": 2049}, "rdzv_port", "2049 is the port of NFS"),
+        ({"rdzv_port": 111}, "rdzv_port", "111 is the port of rpcbind"),
+        ({"rdzv_port": 70000}, "rdzv_port", "70000 is not a TCP port"),
+        ({"rdzv_port": "http"}, "rdzv_port", "is not a TCP port"),
+        ({"elastic": True, "trust_workers": True}, "elastic", "an elastic torchrun run is not supported yet"),
+        ({"extra_args": ["--verbose"]}, "extra_args", "holds horovodrun's options"),
+        ({"controller": "mpi", "trust_workers": True}, "controller", "a torchrun run has no controller"),
+        ({"env": {"MASTER_ADDR": "10.0.0.9"}}, "env", "MASTER_ADDR may not be set here: torchrun sets it"),
+        ({"env": {"TORCHELASTIC_RUN_ID": "x"}}, "env", "torchrun sets it for every rank"),
+        ({"env": {"PET_NNODES": "2"}}, "env", "PET_NNODES may not be set here"),
+        ({"env": {"GLOO_SOCKET_IFNAME": "eth1"}}, "env", "horovod_launch_network_interfaces instead"),
+    ],
+)
+def test_a_torchrun_run_refuses_what_it_cannot_do(changes, variable, fragment):
+    found = problems(**{"launcher": "torchrun", **changes})
+    assert any(name == f"horovod_launch_{variable}" and fragment in text for name, text in found), found
+
+
+def test_torchruns_names_are_horovodruns_own_to_set():
+    # What torchrun sets is the user's own with horovodrun, which never sets it.
+    assert problems(env={"MASTER_ADDR": "10.0.0.9", "GLOO_SOCKET_IFNAME": "eth1"}) == []
+    assert problems(rdzv_port=12345) == []
