@@ -73,7 +73,7 @@ images: prepare venv ## Build every image recipe under images/ but horovod-gpu a
 image-gpu: prepare venv ## Build the GPU Horovod image (NCCL, CUDA 12.1 PyTorch, Hopper included); never in images, test or CI
 	$(PYTHON) tools/images.py horovod-gpu
 
-image-torch: prepare venv ## Build the torchrun lab image (PyPI's torch 2.5.1 with CUDA 12.4 and NCCL, no Horovod; several GB); in test-all, never in images, test or CI
+image-torch: prepare venv ## Build the torchrun lab image (PyPI's torch 2.5.1 with CUDA 12.4 and NCCL, no Horovod; several GB); make lab-torchrun (in test-all) builds it too, never images, test or CI
 	$(PYTHON) tools/images.py torch-cpu
 
 lint: venv ## yamllint, ansible-lint (production profile), ruff check and format, changelog lint
