@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ansible_collections.multinode.horovod.plugins.module_utils import worker_reports
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_preflight import (
     SETTINGS,
     check_build,
@@ -792,5 +793,5 @@ def test_a_torchrun_run_without_the_probes_torch_answer_is_refused():
 
 def test_a_workers_forged_torch_answer_stops_at_the_boundary():
     rep = remote(torchrun_report(), "node-b", torch={**TORCH, "gloo": "yes$(id)"})
-    with pytest.raises(Exception, match="torch.gloo"):
+    with pytest.raises(worker_reports.ReportError, match=r"node-b.*torch\.gloo"):
         judge(rep, launcher="torchrun")
