@@ -196,7 +196,7 @@ def test_the_variables_found_hold_the_share_and_what_is_made_of_it():
     # Seeds and some of what the code derives from them: the test sees what it must see.
     for name in ("horovod_share_dir", "horovod_artifact_dir", "horovod_launch_share_dir", "horovod_launch_runs_dir",
                  "horovod_launch_example_dir", "horovod_launch_output_dir", "__horovod_shared_dirs",
-                 "__horovod_launch_example_path", "__bench_plan", "report_dir"):  # fmt: skip
+                 "__horovod_launch_plan", "__horovod_launch_run", "__bench_plan", "report_dir"):  # fmt: skip
         assert name in SHARE_NAMES, name
     assert "ansible_playbook_python" not in SHARE_NAMES
 
