@@ -21,6 +21,7 @@ torch 1.10 (the oldest with torchrun) and newer.
 """
 
 import argparse
+import gc
 import json
 import os
 import socket
@@ -240,6 +241,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             }
             write_result(args, result)
     log("done")
+    # DDP's reducer must go before its process group: torch 1.13's, destroyed after the group (when main
+    # returns), never returns on some ranks (seen on the lab: a rank hung in its exit, every rank done).
+    del job
+    gc.collect()
     dist.destroy_process_group()
     return 0
 
