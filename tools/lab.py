@@ -1131,27 +1131,40 @@ def lab_interface(machine: Machine) -> str:
     return fields[1].split("@")[0]
 
 
-def throttle_argvs(machine: Machine, interface: str, bits_per_second: float) -> list[list[str]]:
-    """The tc commands, run in the machine (it has NET_ADMIN), that shape both directions of its side of the
-    lab bridge: a token bucket on what it sends, a policer on what it receives (a machine has no IFB to shape
-    ingress); iperf3 measures each pair one way, so a node's links to it and from it both slow down."""
+def host_peer(machine: Machine, interface: str, net: Path = Path("/sys/class/net")) -> str:
+    """The host's end of the veth pair whose other end is `interface` in the machine (the lab bridge's port)."""
+    iflink = run(["docker", "exec", machine.container, "cat", f"/sys/class/net/{interface}/iflink"]).stdout.strip()
+    for entry in sorted(net.iterdir()):
+        try:
+            if (entry / "ifindex").read_text().strip() == iflink:
+                return entry.name
+        except OSError:
+            continue
+    raise SystemExit(f"lab: no interface of this host has the index {iflink!r} of {machine.name}'s {interface} peer")
+
+
+def throttle_argvs(machine: Machine, interface: str, peer: str, bits_per_second: float) -> list[list[str]]:
+    """The tc commands that shape both directions of the machine's link to the lab bridge, each with a token
+    bucket on what leaves an end of its veth pair: in the machine (it has NET_ADMIN) what it sends, on this
+    host (the pair's other end, `peer`) what it receives. Not a policer on the machine's ingress: the
+    kernels of these hosts have no police action (tc: "Failed to load TC action module"). iperf3 measures
+    each pair one way, so a node's links to it and from it both slow down."""
     kbit = max(1, int(bits_per_second / 1000))
     # The bucket holds a few milliseconds at the rate (and a full-size frame at least), as tc-tbf(8) advises.
     burst = max(16 * 1024, int(bits_per_second / 8 * 0.004))
-    tc = ["docker", "exec", machine.container, "tc"]
+    bucket = ["root", "tbf", "rate", f"{kbit}kbit", "burst", str(burst), "latency", "50ms"]
     return [
-        [*tc, "qdisc", "replace", "dev", interface, "root", "tbf", "rate", f"{kbit}kbit", "burst", str(burst),
-         "latency", "50ms"],
-        [*tc, "qdisc", "replace", "dev", interface, "handle", "ffff:", "ingress"],
-        [*tc, "filter", "replace", "dev", interface, "parent", "ffff:", "protocol", "all", "prio", "1", "u32",
-         "match", "u32", "0", "0", "police", "rate", f"{kbit}kbit", "burst", str(burst), "drop", "flowid", ":1"],
-    ]  # fmt: skip
+        ["docker", "exec", machine.container, "tc", "qdisc", "replace", "dev", interface, *bucket],
+        ["tc", "qdisc", "replace", "dev", peer, *bucket],
+    ]
 
 
-def unthrottle_argvs(machine: Machine, interface: str) -> list[list[str]]:
-    """What removes the shaper and the policer (each may be gone already: run unchecked)."""
-    tc = ["docker", "exec", machine.container, "tc", "qdisc", "del", "dev", interface]
-    return [[*tc, "root"], [*tc, "ingress"]]
+def unthrottle_argvs(machine: Machine, interface: str, peer: str) -> list[list[str]]:
+    """What removes both buckets (each may be gone already: run unchecked)."""
+    return [
+        ["docker", "exec", machine.container, "tc", "qdisc", "del", "dev", interface, "root"],
+        ["tc", "qdisc", "del", "dev", peer, "root"],
+    ]
 
 
 def baseline_bits(server: Machine, client: Machine, seconds: int = 3) -> float:
@@ -1227,15 +1240,16 @@ def bench_slow_node() -> None:
     problems: list[str] = []
     base = baseline_bits(MACHINES[0], MACHINES[1])
     interface = lab_interface(SLOW_LINK)
+    peer = host_peer(SLOW_LINK, interface)
     log(f"slow node: lab-worker1 -> lab-master {base / 1e9:.2f} Gbit/s; shaping {SLOW_LINK.name}'s {interface} "
-        f"to {SLOW_LINK_SHARE:g} of it, both ways")  # fmt: skip
+        f"and its host end {peer} to {SLOW_LINK_SHARE:g} of it, both ways")  # fmt: skip
     try:
-        for argv in throttle_argvs(SLOW_LINK, interface, base * SLOW_LINK_SHARE):
+        for argv in throttle_argvs(SLOW_LINK, interface, peer, base * SLOW_LINK_SHARE):
             run(argv)
         report = bench_report(f"lab-slow-link-{stamp}", ["link"])
         problems += [f"link: {p}" for p in slow_node_problems(report, "link", SLOW_LINK.name)]
     finally:
-        for argv in unthrottle_argvs(SLOW_LINK, interface):
+        for argv in unthrottle_argvs(SLOW_LINK, interface, peer):
             run(argv, check=False)
         log(f"slow node: the shaper on {SLOW_LINK.name}'s {interface} removed")
     held = run(["docker", "exec", SLOW_COMPUTE.container, "docker", "inspect", "-f",
