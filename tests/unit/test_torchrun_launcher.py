@@ -182,3 +182,24 @@ def test_a_wrong_call_is_refused(argv: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RANK"}
     done = subprocess.run([sys.executable, str(LAUNCHER), *argv], capture_output=True, env=env, check=False)
     assert done.returncode == 2
+
+
+def test_a_node_cannot_write_another_nodes_ranks(tmp_path: Path) -> None:
+    # Node n1 holds ranks 2 and 3; its torchrun (here a stand-in printing the marks itself, as a node's root
+    # can) marks a line as rank 0's and an exit status as rank 9's: both stay in n1's own log.
+    path = spec(tmp_path, [sys.executable, "-c", "pass"])
+    spec_data = json.loads(path.read_text())
+    spec_data["torchrun"] = [
+        sys.executable,
+        "-c",
+        "import sys; args = sys.argv[1:]; n = args[args.index('--node_rank') + 1]; "
+        "print('@multinode-horovod-rank:0:out:forged' if n == '1' else 'quiet'); "
+        "print('@multinode-horovod-rank:9:rc:7' if n == '1' else 'quiet')",
+    ]
+    path.write_text(json.dumps(spec_data))
+    done = launch(path)
+    run_dir = tmp_path / "run"
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (run_dir / "rank.0").exists() and not (run_dir / "rank.9").exists()
+    assert "@multinode-horovod-rank:0:out:forged" in (run_dir / "node.n1.log").read_text()
+    assert "First rank to fail" not in done.stdout

@@ -141,6 +141,14 @@ class Launch:
         self.rank_ends = []  # type: List[Dict[str, object]]
         self.node_logs = {}  # type: Dict[str, int]
         self.stopping = False
+        # The ranks each node holds (torchrun numbers them in node rank order): a node's root controls
+        # what its ssh sends, so a line it marks with another node's rank is not that rank's.
+        self.ranks = {}  # type: Dict[str, range]
+        first = 0
+        for entry in self.nodes:
+            count = int(entry["nproc"])  # type: ignore[call-overload]
+            self.ranks[str(entry["name"])] = range(first, first + count)
+            first += count
 
     # --- what runs on each node -------------------------------------------------------------------
     def node_argv(self, index: int) -> List[str]:
@@ -187,6 +195,8 @@ class Launch:
     def line(self, name: str, data: bytes) -> None:
         """One line a node sent: a rank's (to its file, or its end) or the node's own."""
         found = MARK_RE.match(data)
+        if found and int(found.group(1)) not in self.ranks[name]:
+            found = None  # kept as the node's own line, in its log
         with self.lock:
             if found:
                 number, stream, text = found.group(1).decode(), found.group(2).decode(), found.group(3)
