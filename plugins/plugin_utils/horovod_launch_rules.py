@@ -713,11 +713,13 @@ def _launcher(inputs: Mapping[str, Any]) -> Problems:
     if launcher != "torchrun":
         return []
     out: Problems = []
-    port = whole(inputs.get(f"{P}rdzv_port", 29500))
+    # Absent where the entry point passes no port (status, stop); the role's default otherwise.
+    given = inputs.get(f"{P}rdzv_port", _ABSENT)
+    port = None if given is _ABSENT else whole(given)
     ssh_port = whole(inputs.get(f"{P}ssh_port", _ABSENT))
-    if port is None or not 1 <= port <= MAX_PORT:
-        out.append((f"{P}rdzv_port", f"{shown(inputs.get(f'{P}rdzv_port'))} is not a TCP port (1 to {MAX_PORT})"))
-    elif port == ssh_port or port in TAKEN_PORTS:
+    if given is not _ABSENT and (port is None or not 1 <= port <= MAX_PORT):
+        out.append((f"{P}rdzv_port", f"{shown(given)} is not a TCP port (1 to {MAX_PORT})"))
+    elif port is not None and (port == ssh_port or port in TAKEN_PORTS):
         taken = "the containers' sshd (horovod_launch_ssh_port)" if port == ssh_port else TAKEN_PORTS[port]
         out.append((f"{P}rdzv_port", f"{port} is the port of {taken}; choose another, e.g. 29500"))
     if _flag(inputs.get(f"{P}elastic", False)) is True:

@@ -804,3 +804,13 @@ def test_a_listener_ends_once_every_host_connected_or_its_session_is_gone(tmp_pa
     started = time.monotonic()
     proc.wait(timeout=10)
     assert time.monotonic() - started < 5
+
+
+def test_python_json_reads_the_last_line_or_says_why_not():
+    # The probe's reads in a python3 of their own (a framework's GPU build, torch for torchrun) share it.
+    assert probe.python_json("print('noise'); print('{\"version\": \"2.5.1\"}')") == {"version": "2.5.1"}
+    assert probe.python_json("import no_such_module_here")["error"].endswith(
+        "ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
+    assert probe.python_json("print('not json')") == {"error": "not json"}
+    assert probe.python_json("pass") == {"error": "exited 0"}

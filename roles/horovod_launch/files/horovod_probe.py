@@ -367,25 +367,21 @@ def gpus(frameworks: Sequence[str] = ()) -> Dict[str, object]:
         code = FRAMEWORK_GPU_CODE.get(framework)
         if code is None:
             continue
-        rc, out, err = _run([sys.executable, "-c", code], GPU_READ_TIMEOUT)
-        try:
-            read[framework] = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None
-        except (ValueError, IndexError):
-            read[framework] = None
-        if read[framework] is None:
-            read[framework] = {"error": " ".join((err or out).split())[-300:] or f"exited {rc}"}
+        read[framework] = python_json(code)
     result["frameworks"] = read
     return result
 
 
-def torch_info() -> Dict[str, object]:
-    """What a torchrun run needs of this container (TORCH_CODE), or ``{error}`` when torch cannot be
-    imported."""
-    rc, out, err = _run([sys.executable, "-c", TORCH_CODE], GPU_READ_TIMEOUT)
+def python_json(code: str) -> Dict[str, object]:
+    """What `code` prints as JSON on its last line, run in a python3 of its own (FRAMEWORK_GPU_CODE,
+    TORCH_CODE), or ``{error}`` with the end of its output when it fails."""
+    rc, out, err = _run([sys.executable, "-c", code], GPU_READ_TIMEOUT)
     try:
-        return json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": " ".join((err or out).split())[-300:]}
+        if rc == 0:
+            return json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {"error": " ".join((err or out).split())[-300:] or f"exited {rc}"}
+        pass
+    return {"error": " ".join((err or out).split())[-300:] or f"exited {rc}"}
 
 
 def writable(path: str) -> str:
@@ -453,7 +449,7 @@ def probe(
         "writable": {path: writable(path) for path in writable_paths},
     }
     if with_torch:
-        report["torch"] = torch_info()
+        report["torch"] = python_json(TORCH_CODE)
     return report
 
 

@@ -63,9 +63,9 @@ def _stop(proc: "subprocess.Popen[bytes]", grace: float) -> None:
         proc.kill()
 
 
-def node(argv: List[str], grace: float) -> int:
-    """Run torchrun (`argv`) until it ends, or stop it once standard input closes."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+def forward_signals(proc: "subprocess.Popen[bytes]") -> None:
+    """SIGTERM, SIGINT and SIGHUP sent to this process go on to `proc` (stop.yml signals every process of
+    the run; the child ends as it would have)."""
 
     def forward(signum: int, _frame: object) -> None:
         if proc.poll() is None:
@@ -73,6 +73,12 @@ def node(argv: List[str], grace: float) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
+
+
+def node(argv: List[str], grace: float) -> int:
+    """Run torchrun (`argv`) until it ends, or stop it once standard input closes."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    forward_signals(proc)
 
     def watch() -> None:
         while os.read(0, 4096):
@@ -103,13 +109,7 @@ def rank(argv: List[str]) -> int:
         send(b"err", f"cannot run {argv[0]}: {exc}\n".encode())
         send(b"rc", b"127\n")
         return 127
-
-    def forward(signum: int, _frame: object) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, forward)
+    forward_signals(proc)
 
     def pump(pipe: "object", stream: bytes) -> None:
         for line in iter(lambda: pipe.readline(LINE_MAX), b""):  # type: ignore[attr-defined]
