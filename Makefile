@@ -143,7 +143,7 @@ lab-old-horovod: prepare venv ## The guide's Horovod 0.18.2 on the three lab mac
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py old-runner
 
-lab-torchrun: prepare venv ## The bundled DDP example under torchrun on the three lab machines, on the lab's image (torch 1.13) and on the torch-cpu image (torch 2.5.1), then the lab's image again (in make test-all)
+lab-torchrun: prepare venv ## The bundled DDP example and the benchmark under torchrun on the three lab machines, on the lab's image (torch 1.13) and on the torch-cpu image (torch 2.5.1), then the lab's image again (in make test-all)
 	$(PYTHON) tools/lab.py up
 	$(PYTHON) tools/lab.py torchrun
 

@@ -78,7 +78,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -768,7 +768,8 @@ def old_runner() -> None:
 
 
 # torchrun on the lab (``torchrun``): the bundled DDP example through the site with horovod_launcher:
-# torchrun, on the lab's Horovod image (Debian 12's torch 1.13) and on the torch-cpu image (PyPI's 2.5.1).
+# torchrun, then the benchmark under torchrun (torch.distributed's bus bandwidth, graded), on the lab's
+# Horovod image (Debian 12's torch 1.13) and on the torch-cpu image (PyPI's 2.5.1).
 TORCH_IMAGE = "torch-cpu"
 
 
@@ -805,14 +806,43 @@ def torchrun_run(name: str, extra: dict[str, object], torch_prefix: str) -> list
     return problems
 
 
+def torchrun_bench_problems(report: Mapping[str, object], steps: Sequence[str], torch_prefix: str) -> list[str]:
+    """What is wrong with a benchmark report of torchrun runs (empty: nothing): torch.distributed's bus
+    bandwidth over the lab's machines, graded, and the synthetic step's scaling when it ran."""
+    sys.path.insert(0, str(REPO / ".cache" / "collections"))  # make venv links this checkout there
+    from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench  # noqa: PLC0415
+
+    problems = [f"report: {p}" for p in horovod_bench.sanity(report)]
+    allreduce = report.get("allreduce") or {}
+    if report.get("launcher") != "torchrun":
+        problems.append(f"the report's launcher is {report.get('launcher')!r}")
+    if not str((report.get("versions") or {}).get("torch", "")).startswith(torch_prefix):
+        problems.append(f"the report's torch is {(report.get('versions') or {}).get('torch')!r}")
+    if allreduce.get("np") != len(MACHINES) or not allreduce.get("best_busbw_Bps"):
+        problems.append(f"no bus bandwidth over {len(MACHINES)} processes: {allreduce!r}")
+    if report.get("backend") != "gloo":
+        problems.append(f"the allreduce went through {report.get('backend')!r}, not gloo")
+    if (report.get("grade") or {}).get("verdict") not in ("good", "below"):
+        problems.append(f"no grade: {report.get('grade')!r}")
+    if "synthetic" in steps and not (report.get("synthetic") or {}).get("scaling_efficiency"):
+        problems.append(f"no scaling efficiency: {report.get('synthetic')!r}")
+    return problems
+
+
 def torchrun() -> None:
-    """The bundled DDP example under torchrun on the three machines: on the lab's image, then on the
-    torch-cpu image (loaded from its archive on every machine), then the lab's image again."""
+    """The bundled DDP example under torchrun on the three machines, then the benchmark under torchrun:
+    on the lab's image, then on the torch-cpu image (loaded from its archive on every machine; it has no
+    torchvision, so no synthetic step), then the lab's image again."""
     artifacts = lab_dir() / "artifacts"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     problems = []
+    torchrun_setting = {"horovod_launcher": "torchrun"}
     with Timer("torchrun on the lab's image (torch 1.13)"):
         problems += torchrun_run(f"torchrun-{stamp}", {}, "1.13")
+    with Timer("the benchmark under torchrun on the lab's image (torch 1.13)"):
+        steps = ["link", "allreduce", "synthetic"]
+        report = bench_report(f"lab-torchrun-{stamp}", steps, torchrun_setting)
+        problems += [f"benchmark, torch 1.13: {p}" for p in torchrun_bench_problems(report, steps, "1.13")]
     with Timer(f"build or reuse the {TORCH_IMAGE} image (cached by recipe hash)"):
         archive = image_archive(TORCH_IMAGE)
     place_archive(archive, artifacts, f"{TORCH_IMAGE}.tar")
@@ -823,6 +853,10 @@ def torchrun() -> None:
     try:
         with Timer(f"torchrun on the {TORCH_IMAGE} image (torch 2.5.1; containers recreated from it)"):
             problems += torchrun_run(f"torchrun-2-{stamp}", extra, "2.5.1")
+        with Timer(f"the benchmark under torchrun on the {TORCH_IMAGE} image (torch 2.5.1)"):
+            steps = ["link", "allreduce"]
+            report = bench_report(f"lab-torchrun-2-{stamp}", steps, {**torchrun_setting, **extra})
+            problems += [f"benchmark, torch 2.5.1: {p}" for p in torchrun_bench_problems(report, steps, "2.5.1")]
     finally:
         with Timer("the site with the lab's image again"):
             playbook()
@@ -1215,11 +1249,11 @@ def slow_node_problems(report: dict[str, object], kind: str, machine: str) -> li
     return problems
 
 
-def bench_report(name: str, steps: Sequence[str]) -> dict[str, object]:
-    """Run the benchmark on the lab (its steps only, the lab's small settings); its report.json."""
+def bench_report(name: str, steps: Sequence[str], more: Mapping[str, object] | None = None) -> dict[str, object]:
+    """Run the benchmark on the lab (its steps only, the lab's small settings, ``more`` besides); its report.json."""
     fetch = lab_dir() / "benchmarks"
     extra = {**BENCH_SETTINGS, "horovod_bench_name": name, "horovod_bench_fetch_dir": str(fetch),
-             "horovod_bench_steps": list(steps)}  # fmt: skip
+             "horovod_bench_steps": list(steps), **(more or {})}  # fmt: skip
     playbook("-e", json.dumps(extra), book="playbooks/benchmark.yml")
     path = fetch / name / "report.json"
     if not path.is_file():

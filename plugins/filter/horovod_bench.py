@@ -18,11 +18,13 @@ def bench_plan(  # noqa: PLR0917 - a filter's arguments are positional in Jinja
     artifact_dir: str,
     ssh_port: int,
     identity_file: str = "",
+    launcher: str = "horovodrun",
 ) -> dict[str, Any]:
     if not isinstance(given, Mapping):
         raise AnsibleFilterError(f"horovod_bench_plan expects a mapping, got {type(given).__name__}")
     return bench.plan(given, hosts, share_dir=str(share_dir), artifact_dir=str(artifact_dir or ""),
-                      ssh_port=int(ssh_port), identity_file=str(identity_file or ""))  # fmt: skip
+                      ssh_port=int(ssh_port), identity_file=str(identity_file or ""),
+                      launcher=str(launcher))  # fmt: skip
 
 
 def bench_report(

@@ -24,6 +24,8 @@ from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_
 
 SCHEMA = "multinode.horovod/benchmark/1"
 STEPS = ("link", "allreduce", "synthetic")
+# Each launcher's collectives in horovod_bench_run.py (--comm): a torchrun run has no Horovod.
+COMMS = {"horovodrun": "horovod", "torchrun": "torch"}
 DEVICES = ("auto", "cpu", "cuda")
 # A ring allreduce cannot beat its links; 4 leaves room for ranks that share a node and for iperf3's
 # TCP overhead (docs/benchmark.md).
@@ -246,14 +248,17 @@ def plan(
     artifact_dir: str,
     ssh_port: int,
     identity_file: str = "",
+    launcher: str = "horovodrun",
     now: datetime | None = None,
     cwd: str | None = None,
 ) -> dict[str, Any]:
     """``{problems}`` when a setting is wrong; else what the playbook measures and where it puts things:
-    the iperf3 script's input (``link``, None without a pair to measure), the Horovod runs in order
-    (``runs``: name, np, whether on the master alone, command, the file rank 0 writes) and a line per
-    measurement for the play's output."""
+    the iperf3 script's input (``link``, None without a pair to measure), the runs in order (``runs``:
+    name, np, whether on the master alone, command, the file rank 0 writes), each through the launch's
+    ``launcher`` (its collectives: COMMS), and a line per measurement for the play's output."""
     s, problems = settings(given)
+    if launcher not in COMMS:
+        problems.append(f"horovod_launch_launcher: {launcher!r} has no benchmark; choose {' or '.join(COMMS)}")
     if problems:
         return {"problems": problems}
     now = now or datetime.now(UTC)
@@ -284,6 +289,7 @@ def plan(
         "name": name,
         "created": f"{now:%Y-%m-%dT%H:%M:%SZ}",
         "steps": steps,
+        "launcher": launcher,
         "np": np,
         "hosts": names,
         "timeout": s["horovod_bench_timeout"],
@@ -308,7 +314,8 @@ def plan(
             "seconds": s["horovod_bench_link_seconds"],
             "streams": s["horovod_bench_link_streams"],
         }
-    script, device = f"{script_dir}/horovod_bench_run.py", ["--device", s["horovod_bench_device"]]
+    script = f"{script_dir}/horovod_bench_run.py"
+    device = ["--device", s["horovod_bench_device"], "--comm", COMMS[launcher]]
     if "allreduce" in steps:
         p["sizes"] = sizes(*(s[key] for key in _SIZES), s["horovod_bench_allreduce_factor"])
         command = [script, "allreduce", "--sizes", ",".join(map(str, p["sizes"]))]
@@ -690,6 +697,7 @@ def report(
         "name": p["name"],
         "created": p["created"],
         "np": int(p["np"]),
+        "launcher": p.get("launcher", "horovodrun"),
         "hosts": [{key: h.get(key) for key in _HOST_KEYS} for h in preflight.get("hosts", [])],
         "network_interfaces": list(preflight.get("network_interfaces", [])),
         "versions": dict(horovod=preflight.get("horovod_version"), image=preflight.get("image")),
@@ -816,7 +824,8 @@ def markdown(r: Mapping[str, Any]) -> str:
     rows.append(("network interfaces", ", ".join(r.get("network_interfaces") or []) or "-"))
     rows.append(("versions", ", ".join(versions) or "-"))
     lines = [f"# Benchmark {r['name']}", ""]
-    lines.append(f"{r['np']} processes, device {r.get('device') or '-'}, allreduce through {r.get('backend') or '-'}; ")
+    lines.append(f"{r['np']} processes under {r.get('launcher', 'horovodrun')}, device {r.get('device') or '-'}, ")
+    lines[-1] += f"allreduce through {r.get('backend') or '-'}; "
     lines[-1] += f"{r['created']}."
     lines += ["", *_table(("measure", "value"), "---", rows)]
     if link["pairs"]:
@@ -914,7 +923,7 @@ def summary(r: Mapping[str, Any]) -> list[str]:
             f"allreduce: best bus bandwidth {_gbyte(ar['best_busbw_Bps'])}"
             + (f" at {human_bytes(ar['best_busbw_bytes'])}" if ar["best_busbw_bytes"] else "")
             + (f", {ar['busbw_to_link']:.2f} of the link rate" if ar["busbw_to_link"] is not None else "")
-            + f" ({ar['np']} processes, {r.get('backend')})"
+            + f" ({ar['np']} processes, {r.get('backend')}, {r.get('launcher', 'horovodrun')})"
         )
     if syn:
         points = ", ".join(f"{n['img_per_s']:.1f} images/s on {n['np']}" for n in syn["points"])

@@ -1,7 +1,8 @@
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The GPU branch of the benchmark's Horovod script (playbooks/files/benchmark/horovod_bench_run.py), with
-stand-ins for torch, torchvision and horovod.torch that record what the script asks of them.
+"""The GPU branch of the benchmark's script (playbooks/files/benchmark/horovod_bench_run.py), with
+stand-ins for torch, torch.distributed, torchvision and horovod.torch that record what the script asks
+of them, under each launcher (--comm horovod and --comm torch).
 
 No GPU here, and the lab's image has CPU torch: `make bench` runs these scripts for real on the CPU
 (Gloo); what only a GPU takes (the device of each local rank, CUDA's queue drained before and after
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -81,13 +83,22 @@ def fake_torch(log: Log, gpus: int, nccl_version: Any = (2, 14, 3)) -> dict[str,
     torch.zeros = zeros
     torch.randn = lambda *shape, device=None: log.append(("randn", repr(device))) or Tensor(log, 0, device)
     torch.randint = lambda low, high, shape, device=None: Tensor(log, 0, device)
-    torch.tensor = lambda values: Tensor(log, len(values), None, values[0])
+    torch.float64 = "float64"
+    torch.tensor = lambda values, dtype=None, device=None: Tensor(log, len(values), device, values[0])
     torch.set_num_threads = lambda n: log.append(("set_num_threads", n))
 
     functional = ModuleType("torch.nn.functional")
     functional.cross_entropy = lambda output, target: Tensor(log, 1, None)
     nn = ModuleType("torch.nn")
     nn.functional = functional
+    parallel = ModuleType("torch.nn.parallel")
+
+    def ddp(model: Any, device_ids: Any = None) -> Any:
+        log.append(("ddp", device_ids))
+        return model
+
+    parallel.DistributedDataParallel = ddp
+    nn.parallel = parallel
     torch.nn = nn
     optim = ModuleType("torch.optim")
     optim.SGD = lambda params, lr: SimpleNamespace(zero_grad=lambda: None, step=lambda: log.append(("sgd.step",)))
@@ -117,6 +128,7 @@ def fake_torch(log: Log, gpus: int, nccl_version: Any = (2, 14, 3)) -> dict[str,
     return {
         "torch": torch,
         "torch.nn": nn,
+        "torch.nn.parallel": parallel,
         "torch.nn.functional": functional,
         "torch.optim": optim,
         "torchvision": torchvision,
@@ -153,6 +165,38 @@ def fake_horovod(log: Log, local_rank: int, nccl: bool) -> dict[str, ModuleType]
     return {"horovod": package, "horovod.torch": hvd}
 
 
+def fake_distributed(log: Log, torch: ModuleType) -> dict[str, ModuleType]:
+    """torch.distributed for rank 0 of a 2-process torchrun run; torchrun's environment gives the local rank."""
+    dist = ModuleType("torch.distributed")
+    state = {"backend": None}
+
+    def init_process_group(backend: str) -> None:
+        log.append(("init_process_group", backend))
+        state["backend"] = backend
+
+    def all_reduce(tensor: Tensor, op: Any) -> None:
+        log.append(("all_reduce", repr(tensor.device)))
+        tensor.value *= 2  # the other process's the same as this one's
+
+    def broadcast_object_list(box: list[Any], src: int) -> None:
+        log.append(("broadcast_object_list", src))
+
+    def all_gather_object(out: list[Any], value: Any) -> None:
+        out[:] = [value, {**value, "hostname": "node-b"}] if isinstance(value, dict) else [value, "node-b"]
+
+    dist.init_process_group = init_process_group
+    dist.get_rank = lambda: 0
+    dist.get_world_size = lambda: 2
+    dist.get_backend = lambda: state["backend"]
+    dist.ReduceOp = SimpleNamespace(SUM="sum")
+    dist.all_reduce = all_reduce
+    dist.broadcast_object_list = broadcast_object_list
+    dist.all_gather_object = all_gather_object
+    dist.destroy_process_group = lambda: log.append(("destroy_process_group",))
+    torch.distributed = dist
+    return {"torch.distributed": dist}
+
+
 def run_script(
     monkeypatch: pytest.MonkeyPatch,
     step: str,
@@ -162,9 +206,21 @@ def run_script(
     local_rank: int = 3,
     nccl: bool = True,
     nccl_version: Any = (2, 14, 3),
+    comm: str = "horovod",
 ) -> Log:
     log = Log()
-    for module_name, module in {**fake_torch(log, gpus, nccl_version), **fake_horovod(log, local_rank, nccl)}.items():
+    modules = fake_torch(log, gpus, nccl_version)
+    if comm == "torch":
+        # No horovod module at all: a torchrun image need not have Horovod.
+        modules.update(fake_distributed(log, modules["torch"]))
+        monkeypatch.setitem(sys.modules, "horovod", None)
+        monkeypatch.setitem(sys.modules, "horovod.torch", None)
+        monkeypatch.setenv("LOCAL_RANK", str(local_rank))
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+        args = [*args, "--comm", "torch"]
+    else:
+        modules.update(fake_horovod(log, local_rank, nccl))
+    for module_name, module in modules.items():
         monkeypatch.setitem(sys.modules, module_name, module)
     script = load(SCRIPT, "bench_script")
     monkeypatch.setattr(sys, "argv", ["horovod_bench_run.py", step, *args])
@@ -278,6 +334,54 @@ def test_the_stand_ins_cover_every_name_the_script_imports():
         "typing",
         "horovod.torch",
         "torch",
+        "torch.distributed",
         "torch.nn.functional",
+        "torch.nn.parallel",
         "torchvision",
     }, imports
+
+
+def test_allreduce_under_torchrun_on_the_gpu_of_the_local_rank_through_nccl(monkeypatch, tmp_path):
+    args = ["--sizes", "1024,4096", "--iters", "2", "--warmup", "1", "--output-dir", str(tmp_path)]
+    log = run_script(monkeypatch, "allreduce", args, gpus=2, comm="torch")
+    # The GPU chosen from torchrun's LOCAL_RANK before the process group starts on it.
+    assert log.index(("set_device", 1)) < log.index(("init_process_group", "nccl"))
+    assert {entry for entry in log if entry[0] == "all_reduce"} == {("all_reduce", "cuda:1")}
+    assert ("broadcast_object_list", 0) in log
+    assert log[-1] == ("destroy_process_group",)
+    report = json.loads((tmp_path / "allreduce.json").read_text())
+    assert (report["launcher"], report["device"], report["backend"]) == ("torchrun", "cuda", "nccl")
+    assert [r["bytes"] for r in report["results"]] == [1024, 4096]
+    assert report["hosts_by_rank"] == [socket.gethostname(), "node-b"]
+
+
+def test_allreduce_under_torchrun_on_the_cpu_through_gloo(monkeypatch, tmp_path):
+    args = ["--sizes", "1024", "--iters", "1", "--output-dir", str(tmp_path)]
+    log = run_script(monkeypatch, "allreduce", args, gpus=0, comm="torch")
+    assert ("init_process_group", "gloo") in log and ("all_reduce", "cpu:None") in log
+    report = json.loads((tmp_path / "allreduce.json").read_text())
+    assert (report["launcher"], report["device"], report["backend"]) == ("torchrun", "cpu", "gloo")
+
+
+def test_synthetic_under_torchrun_trains_with_ddp_after_timing_each_process_alone(monkeypatch, tmp_path):
+    args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "2", "--node-batches", "3",
+            "--output-dir", str(tmp_path)]  # fmt: skip
+    log = run_script(monkeypatch, "synthetic", args, gpus=4, local_rank=2, comm="torch")
+    assert ("ddp", [2]) in log
+    # Each process alone first (plain SGD, no DDP yet), then DDP, then the timed steps.
+    assert log.index(("sgd.step",)) < log.index(("ddp", [2]))
+    assert sum(entry == ("sgd.step",) for entry in log) == 4 + 3  # alone: 1 + 3; DDP's SGD: 1 + 2
+    # The images/s summed over the processes on the GPU (NCCL reduces GPU tensors only).
+    assert ("all_reduce", "cuda:2") in log
+    report = json.loads((tmp_path / "synthetic.json").read_text())
+    assert (report["launcher"], report["backend"], report["np"]) == ("torchrun", "nccl", 2)
+    assert report["img_per_s"] > 0 and [n["hostname"] for n in report["nodes"]] == [socket.gethostname(), "node-b"]
+
+
+def test_synthetic_under_torchrun_on_the_cpu_takes_its_share_of_the_cores(monkeypatch, tmp_path):
+    args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "1", "--output-dir", str(tmp_path)]
+    log = run_script(monkeypatch, "synthetic", args, gpus=0, comm="torch")
+    assert ("set_num_threads", max(1, (os.cpu_count() or 1) // 4)) in log
+    assert ("ddp", None) in log
+    report = json.loads((tmp_path / "synthetic.json").read_text())
+    assert (report["device"], report["backend"]) == ("cpu", "gloo")
