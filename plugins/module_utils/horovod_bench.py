@@ -19,13 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils.defaults import SSH_KEY_FILE
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import LAUNCHERS
 from ansible_collections.multinode.horovod.plugins.module_utils.numbers import whole
 from ansible_collections.multinode.horovod.plugins.module_utils.paths import is_inside, strip_slash
 
 SCHEMA = "multinode.horovod/benchmark/1"
 STEPS = ("link", "allreduce", "synthetic")
-# Each launcher's collectives in horovod_bench_run.py (--comm): a torchrun run has no Horovod.
-COMMS = {"horovodrun": "horovod", "torchrun": "torch"}
 DEVICES = ("auto", "cpu", "cuda")
 # A ring allreduce cannot beat its links; 4 leaves room for ranks that share a node and for iperf3's
 # TCP overhead (docs/benchmark.md).
@@ -255,10 +254,11 @@ def plan(
     """``{problems}`` when a setting is wrong; else what the playbook measures and where it puts things:
     the iperf3 script's input (``link``, None without a pair to measure), the runs in order (``runs``:
     name, np, whether on the master alone, command, the file rank 0 writes), each through the launch's
-    ``launcher`` (its collectives: COMMS), and a line per measurement for the play's output."""
+    ``launcher`` (horovod_bench_run.py --launcher: its collectives), and a line per measurement for the
+    play's output."""
     s, problems = settings(given)
-    if launcher not in COMMS:
-        problems.append(f"horovod_launch_launcher: {launcher!r} has no benchmark; choose {' or '.join(COMMS)}")
+    if launcher not in LAUNCHERS:
+        problems.append(f"horovod_launch_launcher: {launcher!r} has no benchmark; choose {' or '.join(LAUNCHERS)}")
     if problems:
         return {"problems": problems}
     now = now or datetime.now(UTC)
@@ -315,7 +315,7 @@ def plan(
             "streams": s["horovod_bench_link_streams"],
         }
     script = f"{script_dir}/horovod_bench_run.py"
-    device = ["--device", s["horovod_bench_device"], "--comm", COMMS[launcher]]
+    device = ["--device", s["horovod_bench_device"], "--launcher", launcher]
     if "allreduce" in steps:
         p["sizes"] = sizes(*(s[key] for key in _SIZES), s["horovod_bench_allreduce_factor"])
         command = [script, "allreduce", "--sizes", ",".join(map(str, p["sizes"]))]

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The GPU branch of the benchmark's script (playbooks/files/benchmark/horovod_bench_run.py), with
 stand-ins for torch, torch.distributed, torchvision and horovod.torch that record what the script asks
-of them, under each launcher (--comm horovod and --comm torch).
+of them, under each launcher (--launcher horovodrun and --launcher torchrun).
 
 No GPU here, and the lab's image has CPU torch: `make bench` runs these scripts for real on the CPU
 (Gloo); what only a GPU takes (the device of each local rank, CUDA's queue drained before and after
@@ -206,18 +206,18 @@ def run_script(
     local_rank: int = 3,
     nccl: bool = True,
     nccl_version: Any = (2, 14, 3),
-    comm: str = "horovod",
+    launcher: str = "horovodrun",
 ) -> Log:
     log = Log()
     modules = fake_torch(log, gpus, nccl_version)
-    if comm == "torch":
+    if launcher == "torchrun":
         # No horovod module at all: a torchrun image need not have Horovod.
         modules.update(fake_distributed(log, modules["torch"]))
         monkeypatch.setitem(sys.modules, "horovod", None)
         monkeypatch.setitem(sys.modules, "horovod.torch", None)
         monkeypatch.setenv("LOCAL_RANK", str(local_rank))
         monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
-        args = [*args, "--comm", "torch"]
+        args = [*args, "--launcher", "torchrun"]
     else:
         modules.update(fake_horovod(log, local_rank, nccl))
     for module_name, module in modules.items():
@@ -343,7 +343,7 @@ def test_the_stand_ins_cover_every_name_the_script_imports():
 
 def test_allreduce_under_torchrun_on_the_gpu_of_the_local_rank_through_nccl(monkeypatch, tmp_path):
     args = ["--sizes", "1024,4096", "--iters", "2", "--warmup", "1", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "allreduce", args, gpus=2, comm="torch")
+    log = run_script(monkeypatch, "allreduce", args, gpus=2, launcher="torchrun")
     # The GPU chosen from torchrun's LOCAL_RANK before the process group starts on it.
     assert log.index(("set_device", 1)) < log.index(("init_process_group", "nccl"))
     assert {entry for entry in log if entry[0] == "all_reduce"} == {("all_reduce", "cuda:1")}
@@ -357,7 +357,7 @@ def test_allreduce_under_torchrun_on_the_gpu_of_the_local_rank_through_nccl(monk
 
 def test_allreduce_under_torchrun_on_the_cpu_through_gloo(monkeypatch, tmp_path):
     args = ["--sizes", "1024", "--iters", "1", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "allreduce", args, gpus=0, comm="torch")
+    log = run_script(monkeypatch, "allreduce", args, gpus=0, launcher="torchrun")
     assert ("init_process_group", "gloo") in log and ("all_reduce", "cpu:None") in log
     report = json.loads((tmp_path / "allreduce.json").read_text())
     assert (report["launcher"], report["device"], report["backend"]) == ("torchrun", "cpu", "gloo")
@@ -366,7 +366,7 @@ def test_allreduce_under_torchrun_on_the_cpu_through_gloo(monkeypatch, tmp_path)
 def test_synthetic_under_torchrun_trains_with_ddp_after_timing_each_process_alone(monkeypatch, tmp_path):
     args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "2", "--node-batches", "3",
             "--output-dir", str(tmp_path)]  # fmt: skip
-    log = run_script(monkeypatch, "synthetic", args, gpus=4, local_rank=2, comm="torch")
+    log = run_script(monkeypatch, "synthetic", args, gpus=4, local_rank=2, launcher="torchrun")
     assert ("ddp", [2]) in log
     # Each process alone first (plain SGD, no DDP yet), then DDP, then the timed steps.
     assert log.index(("sgd.step",)) < log.index(("ddp", [2]))
@@ -380,7 +380,7 @@ def test_synthetic_under_torchrun_trains_with_ddp_after_timing_each_process_alon
 
 def test_synthetic_under_torchrun_on_the_cpu_takes_its_share_of_the_cores(monkeypatch, tmp_path):
     args = ["--batch-size", "4", "--warmup-batches", "1", "--batches", "1", "--output-dir", str(tmp_path)]
-    log = run_script(monkeypatch, "synthetic", args, gpus=0, comm="torch")
+    log = run_script(monkeypatch, "synthetic", args, gpus=0, launcher="torchrun")
     assert ("set_num_threads", max(1, (os.cpu_count() or 1) // 4)) in log
     assert ("ddp", None) in log
     report = json.loads((tmp_path / "synthetic.json").read_text())

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Time an allreduce over message sizes, or train a model on synthetic data, as training runs.
 
-playbooks/benchmark.yml runs it through multinode.horovod.horovod_launch, under horovodrun (--comm
-horovod: Horovod's allreduce, DistributedOptimizer) or torchrun (--comm torch: torch.distributed's
-all_reduce, DistributedDataParallel), as the run's launcher. Tensors live on the GPU of each process's
+playbooks/benchmark.yml runs it through multinode.horovod.horovod_launch, under horovodrun (--launcher
+horovodrun: Horovod's allreduce, DistributedOptimizer) or torchrun (--launcher torchrun:
+torch.distributed's all_reduce, DistributedDataParallel), the run's launcher. Tensors live on the GPU of each process's
 local rank when one is visible (NCCL), else on the CPU (Gloo). Rank 0 writes the result as JSON into the
 run directory (HOROVOD_LAUNCH_RUN_DIR, or --output-dir); the controller computes the rates
 (plugins/module_utils/horovod_bench.py).
@@ -143,14 +143,15 @@ class TorchComm:
         self.dist.destroy_process_group()
 
 
-COMMS = {"horovod": HorovodComm, "torch": TorchComm}
+# By the launcher that started the ranks (the role's horovod_launch_launcher).
+COMMS = {comm.launcher: comm for comm in (HorovodComm, TorchComm)}
 
 
 def parse_args() -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     common.add_argument(
-        "--comm", choices=sorted(COMMS), default="horovod", help="horovod under horovodrun, torch under torchrun"
+        "--launcher", choices=sorted(COMMS), default=HorovodComm.launcher, help="what started the ranks"
     )
     common.add_argument("--output-dir", default=os.environ.get("HOROVOD_LAUNCH_RUN_DIR", "."))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -287,7 +288,7 @@ def alone(
 
 def main() -> None:
     args = parse_args()
-    comm = COMMS[args.comm]()
+    comm = COMMS[args.launcher]()
     device = pick_device(args.device, comm)
     comm.start(device)
     result = {"allreduce": allreduce, "synthetic": synthetic}[args.step](args, comm, device)

@@ -150,12 +150,20 @@ def test_plan_names_runs_and_places_the_report():
     ]
     script = "/data1/artifacts/benchmark/horovod_bench_run.py"
     assert p["runs"][0]["command"] == ["python3", script, "allreduce", "--sizes", "1024,2048,4096", "--iters", "50",
-                                       "--seconds", "2", "--device", "cpu", "--comm", "horovod"]  # fmt: skip
+                                       "--seconds", "2", "--device", "cpu", "--launcher", "horovodrun"]  # fmt: skip
     synthetic = ["python3", script, "synthetic", "--model", "resnet50", "--batch-size", "32", "--image-size", "224",
                  "--warmup-batches", "10", "--batches", "50"]  # fmt: skip
-    assert p["runs"][1]["command"] == [*synthetic, "--device", "cpu", "--comm", "horovod"]
+    assert p["runs"][1]["command"] == [*synthetic, "--device", "cpu", "--launcher", "horovodrun"]
     # Every slot times each process alone first (a fifth of the timed batches): the slow node's compute.
-    assert p["runs"][2]["command"] == [*synthetic, "--node-batches", "10", "--device", "cpu", "--comm", "horovod"]
+    assert p["runs"][2]["command"] == [
+        *synthetic,
+        "--node-batches",
+        "10",
+        "--device",
+        "cpu",
+        "--launcher",
+        "horovodrun",
+    ]
     assert p["launcher"] == "horovodrun"
     assert p["sizes"] == [1024, 2048, 4096] and p["timeout"] == 3600
     assert p["report_dir"] == "/data1/share/benchmarks/bench-20261202-080000"
@@ -175,7 +183,7 @@ def test_plan_names_runs_and_places_the_report():
 def test_under_torchrun_every_run_times_torch_distributed_and_the_report_says_so():
     p = make_plan({"horovod_bench_allreduce_max_bytes": "4K"}, launcher="torchrun")
     assert p["problems"] == [] and p["launcher"] == "torchrun"
-    assert [r["command"][-2:] for r in p["runs"]] == [["--comm", "torch"]] * 3
+    assert [r["command"][-2:] for r in p["runs"]] == [["--launcher", "torchrun"]] * 3
     r = make_report(plan=p)
     assert r["launcher"] == "torchrun" and make_report()["launcher"] == "horovodrun"
     assert "3 processes under torchrun, device cpu" in b.markdown(r)
