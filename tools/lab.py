@@ -53,8 +53,9 @@ when missing) takes a screenshot of the scalars dashboard that must show the run
 ``/var/lib/multinode-horovod/lab/benchmarks/<name>/`` (docs/measurements.md shows one).
 
 ``bench-slow-node`` (after ``up`` and a converge; ``make lab-bench-slow-node``, in ``make test-all``)
-measures what iperf3 reaches between two lab machines, shapes ``lab-worker2``'s side of the lab bridge to
-a tenth of it with ``tc`` in the machine (a token bucket on what it sends, a policer on what it receives),
+measures what iperf3 reaches between two lab machines, shapes ``lab-worker2``'s link to the lab bridge to
+a tenth of it with ``tc`` (a token bucket on each end of its veth pair: in the machine on what it sends, on
+this host on what it receives),
 runs the benchmark's link step and checks that the report names ``lab-worker2`` as the slow node (its
 link), its rate beside the others', the grade its cause with what to check; then holds ``lab-worker1``'s
 Horovod container to a fifth of a CPU (``docker update --cpu-quota`` by its own dockerd), runs the scaling
@@ -67,6 +68,7 @@ step and checks that ``lab-worker1`` is named the slow node (compute). Each limi
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -81,6 +83,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import machines  # tools/machines.py: the DinD machine, defined once
 import prepare_host  # tools/prepare_host.py: Debian packages this machine lacks
@@ -767,6 +770,12 @@ def old_runner() -> None:
     log("old-runner: passed")
 
 
+def module_utils(name: str) -> ModuleType:
+    """The collection's own module_utils module `name`, so that the lab judges with the collection's code."""
+    sys.path.insert(0, str(REPO / ".cache" / "collections"))  # make venv links this checkout there
+    return importlib.import_module(f"ansible_collections.multinode.horovod.plugins.module_utils.{name}")
+
+
 # torchrun on the lab (``torchrun``): the bundled DDP example through the site with horovod_launcher:
 # torchrun, then the benchmark under torchrun (torch.distributed's bus bandwidth, graded), on the lab's
 # Horovod image (Debian 12's torch 1.13) and on the torch-cpu image (PyPI's 2.5.1).
@@ -809,10 +818,7 @@ def torchrun_run(name: str, extra: dict[str, object], torch_prefix: str) -> list
 def torchrun_bench_problems(report: Mapping[str, object], steps: Sequence[str], torch_prefix: str) -> list[str]:
     """What is wrong with a benchmark report of torchrun runs (empty: nothing): torch.distributed's bus
     bandwidth over the lab's machines, graded, and the synthetic step's scaling when it ran."""
-    sys.path.insert(0, str(REPO / ".cache" / "collections"))  # make venv links this checkout there
-    from ansible_collections.multinode.horovod.plugins.module_utils import horovod_bench  # noqa: PLC0415
-
-    problems = [f"report: {p}" for p in horovod_bench.sanity(report)]
+    problems = [f"report: {p}" for p in module_utils("horovod_bench").sanity(report)]
     allreduce = report.get("allreduce") or {}
     if report.get("launcher") != "torchrun":
         problems.append(f"the report's launcher is {report.get('launcher')!r}")
@@ -977,10 +983,7 @@ def screenshot(url: str, png: Path) -> None:
 
 def tb_idle_pattern() -> str:
     """How a process of the playbook's TensorBoard looks (the collection's own definition)."""
-    sys.path.insert(0, str(REPO / ".cache" / "collections"))  # make venv links this checkout there
-    from ansible_collections.multinode.horovod.plugins.module_utils import horovod_tensorboard  # noqa: PLC0415
-
-    return horovod_tensorboard.IDLE_PATTERN
+    return module_utils("horovod_tensorboard").IDLE_PATTERN
 
 
 def tb_train(name: str, run_dir: str) -> list[float]:
