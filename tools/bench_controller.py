@@ -201,7 +201,8 @@ def host_lists_play() -> list[dict[str, Any]]:
                             " 'runs_dir': '/srv/artifacts/runs', 'command': [],"
                             " 'example_args': [], 'env': {},"
                             " 'controller': 'gloo', 'extra_args': [], 'image_ids': {},"
-                            " 'master': inventory_hostname, 'launcher': 'horovodrun', 'rdzv_port': 29500}"
+                            " 'master': inventory_hostname, 'launcher': 'horovodrun', 'rdzv_port': 29500,"
+                            " 'min_nodes': 0, 'max_restarts': 3}"
                             " | multinode.horovod.horovod_launch_plan }}"
                         ),
                         "__hostfile": "{{ __nodes | multinode.horovod.horovod_hostfile }}",

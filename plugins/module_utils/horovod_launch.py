@@ -49,7 +49,8 @@ OUTPUT_ENV = "HOROVOD_LAUNCH_OUTPUT_DIR"
 # The inputs of plan(): the role's variables without their prefix, and the master's inventory name.
 PLAN_KEYS = tuple(
     "hosts np min_np max_np elastic elastic_cooldown workdir output_dir code_repo code_dest share_dir artifact_dir "
-    "runs_dir command example_args env controller extra_args image_ids master launcher rdzv_port".split()
+    "runs_dir command example_args env controller extra_args image_ids master launcher rdzv_port min_nodes "
+    "max_restarts".split()
 )
 # What run() is given besides the plan.
 RUN_KEYS = tuple(
@@ -258,14 +259,27 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "controller": inputs["controller"],
         "extra_args": list(inputs["extra_args"] or []),
     }
-    if elastic:
+    launcher = str(inputs["launcher"])
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    nodes = [
+        {"name": str(host["name"]), "address": str(host["address"]), "nproc": n}
+        for host, n in horovod_hosts.allocate(hosts, np)
+    ]
+    # torchrun's elastic run goes on with at least min_nodes of the nodes (0: the master's alone), restarting
+    # its workers at most max_restarts times.
+    min_nodes = _count(inputs["min_nodes"], "min_nodes") or 1
+    max_restarts = _count(inputs["max_restarts"], "max_restarts")
+    if elastic and launcher == "torchrun":
+        if min_nodes > len(nodes):
+            raise ValueError(f"min_nodes must be at most the {len(nodes)} nodes of the run, got {min_nodes}")
+        definition["elastic"] = {"min_nodes": min_nodes, "max_nodes": len(nodes), "max_restarts": max_restarts}
+        definition["elastic"]["cooldown"] = cooldown
+    elif elastic:
         definition["elastic"] = {"min_np": numbers["min_np"], "max_np": numbers["max_np"], "cooldown": cooldown}
     output_dir = str(inputs["output_dir"] or "")
     if output_dir:
         definition["output_dir"] = output_dir
-    launcher = str(inputs["launcher"])
-    if launcher not in LAUNCHERS:
-        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
     if launcher != LAUNCHERS[0]:
         definition["launcher"] = launcher
     rank_hosts = horovod_hosts.rank_hosts(hosts, np)
@@ -279,10 +293,9 @@ def plan(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "master": str(inputs["master"]),
         "rdzv_port": int(inputs["rdzv_port"]),
         # A torchrun run's nodes, in node rank order: the hosts that get processes and how many.
-        "nodes": [
-            {"name": str(host["name"]), "address": str(host["address"]), "nproc": n}
-            for host, n in horovod_hosts.allocate(hosts, np)
-        ],
+        "nodes": nodes,
+        "min_nodes": min_nodes,
+        "max_restarts": max_restarts,
         "h": h,
         "workdir": workdir,
         "hosts": [str(host["name"]) for host in hosts],
@@ -483,6 +496,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
     checkout's commit or the bundled example's sha256 - and the master's image), its directory, files and
     command line, and what the report of it needs (RUN_KEYS are given)."""
     _require(given, RUN_KEYS, "horovod_launch_run")
+    torchrun = the_plan.get("launcher") == "torchrun"
     if the_plan["code_repo"]:
         code = str(given["code_commit"] or "")
     else:
@@ -515,7 +529,8 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         "output_on_share": output_on_share,
         "command": command,
         "rank_env": f"{run_dir}/{RANK_ENV}" if the_plan["definition"]["env_names"] else "",
-        "discovery_script": f"{run_dir}/{DISCOVERY_SCRIPT}",
+        # Horovod's elastic run only: a torchrun run's nodes meet at torchrun's rendezvous.
+        "discovery_script": f"{run_dir}/{DISCOVERY_SCRIPT}" if the_plan["elastic"] and not torchrun else "",
         "env_file": ENV_FILE.format(name=name),
         "code_commit": str(given["code_commit"] or "") if the_plan["code_repo"] else "",
         "code_line": code_line,
@@ -529,7 +544,7 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
         **{key: the_plan[key] for key in ("np", "h", "hosts", "rank_hosts", "workdir", "elastic")},
         "launcher": str(the_plan.get("launcher") or LAUNCHERS[0]),
     }
-    if the_plan.get("launcher") == "torchrun":
+    if torchrun:
         out["torchrun"] = torchrun_spec(the_plan, {**given, **out})
         out["argv"] = ["python3", f"{run_dir}/{TORCHRUN_SCRIPT}", "launch", f"{run_dir}/{TORCHRUN_SPEC}"]
     else:
@@ -539,10 +554,14 @@ def run(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]
 
 def torchrun_spec(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     """What files/horovod_torchrun.py starts on each node (its ``torchrun.json``, but for ``ssh``, which the
-    role adds): one torchrun per node of the plan, in node rank order, the first node's address the rendezvous
-    (torchrun's static rendezvous: node rank 0 holds the store on the master port), the master's own node
-    started there, the others over the pinned ssh. The interfaces go to Gloo and NCCL by their variables; a
-    run with an environment starts every rank through its rank-env.sh."""
+    role adds): one torchrun per node of the plan, in node rank order, the master's own node started there, the
+    others over the pinned ssh. A run's nodes meet at the first node's address on the rendezvous port: with
+    torchrun's static rendezvous (node rank 0 holds the store on the master port, each node is given its node
+    rank), or, for an elastic run, its c10d rendezvous (``--nnodes MIN:MAX``, the store held by the master's
+    node, ``is_host`` said to each node rather than guessed from host names, the ranks given out by the
+    rendezvous, the workers restarted at most ``max_restarts`` times, a node that left started again after the
+    cooldown). The interfaces go to Gloo and NCCL by their variables; a run with an environment starts every
+    rank through its rank-env.sh."""
     nodes = the_plan["nodes"]
     master = str(the_plan["master"])
     nics = [str(nic) for nic in run["nics"] or []]
@@ -552,18 +571,34 @@ def torchrun_spec(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[s
     env = {"HOROVOD_LAUNCH_RUN_DIR": run["dir"], OUTPUT_ENV: run["output_dir"]}
     if nics:
         env.update(GLOO_SOCKET_IFNAME=",".join(nics), NCCL_SOCKET_IFNAME=",".join(nics))
-    torchrun = ["torchrun", "--nnodes", str(len(nodes)), "--master_addr", str(nodes[0]["address"])]
-    torchrun += ["--master_port", str(the_plan["rdzv_port"]), "--max_restarts", "0"]
+    address, port = str(nodes[0]["address"]), str(the_plan["rdzv_port"])
+    elastic = bool(the_plan["elastic"])
+    if elastic:
+        # Host addresses are host names or IPv4 (horovod_hosts): no brackets needed.
+        torchrun = ["torchrun", "--nnodes", f"{the_plan['min_nodes']}:{len(nodes)}", "--rdzv_backend", "c10d"]
+        torchrun += ["--rdzv_endpoint", f"{address}:{port}", "--rdzv_id", str(run["name"])]
+        torchrun += ["--max_restarts", str(the_plan["max_restarts"])]
+    else:
+        torchrun = ["torchrun", "--nnodes", str(len(nodes)), "--master_addr", address]
+        torchrun += ["--master_port", port, "--max_restarts", "0"]
     found = release(run["torch_version"])
     if found is not None and found < TORCH_STD_FIXED:
         torchrun += NO_REDIRECTS
     loader = ["sh", run["rank_env"]] if run["rank_env"] else []
+
+    def args(index: int) -> list[str]:
+        if elastic:
+            return ["--rdzv_conf", f"is_host={'true' if index == 0 else 'false'}"]
+        return ["--node_rank", str(index)]
+
     return {
         "run_dir": run["dir"],
         "self": f"{run['dir']}/{TORCHRUN_SCRIPT}",
         "workdir": run["workdir"],
         "grace": TORCHRUN_GRACE,
-        "nodes": [{**node, "local": node["name"] == master} for node in nodes],
+        "elastic": elastic,
+        "cooldown": [int(value) for value in the_plan["cooldown"]],
+        "nodes": [{**node, "local": node["name"] == master, "args": args(index)} for index, node in enumerate(nodes)],
         "env": env,
         "torchrun": torchrun,
         "command": [*loader, *run["command"]],

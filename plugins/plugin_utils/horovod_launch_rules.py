@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.multinode.horovod.plugins.module_utils import defaults
-from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import host_errors, slot_count
+from ansible_collections.multinode.horovod.plugins.module_utils.horovod_hosts import allocate, host_errors, slot_count
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_launch import LAUNCHERS, code_dest
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_manifest import compare_names
 from ansible_collections.multinode.horovod.plugins.module_utils.jobs import invalid_patterns
@@ -359,8 +359,10 @@ TRUSTING_MODES = {
     f"{P}elastic": (
         True,
         "Horovod's elastic rendezvous in horovodrun on the master unpickles whatever a host that reaches it "
-        "sends (PUT /worker_addresses/..., cloudpickle.loads, no authentication), so root on any worker can run "
-        "code as root in the master's container; use horovod_launch_elastic: false",
+        "sends (PUT /worker_addresses/..., cloudpickle.loads, no authentication), and so does torchrun's c10d "
+        "rendezvous with the state any client of its store on the master writes (pickle.loads, no "
+        "authentication), so root on any worker can run code as root in the master's container; use "
+        "horovod_launch_elastic: false",
     ),
 }
 
@@ -702,9 +704,32 @@ def _names(inputs: Mapping[str, Any]) -> Problems:
 TAKEN_PORTS = {2049: "NFS", 111: "rpcbind"}
 
 
+def _torchrun_elastic(inputs: Mapping[str, Any]) -> Problems:
+    """A torchrun run's elastic bounds: whole numbers, and at most as many nodes at least as the run has."""
+    problem, low = _whole_at_least(inputs, f"{P}min_nodes", 0, "the fewest nodes an elastic run goes on with (0: 1)")
+    more, _unused = _whole_at_least(inputs, f"{P}max_restarts", 0, "how often torchrun may restart the workers")
+    out = problem + more
+    hosts = inputs.get(f"{P}hosts", _ABSENT)
+    np = whole(inputs.get(f"{P}np", 0))
+    if low and hosts is not _ABSENT and not host_errors(hosts) and np is not None and np >= 0:
+        try:
+            nodes = len(allocate(hosts, np or None))
+        except ValueError:
+            return out  # the host list's or np's own problem is named by their rules
+        if low > nodes and _flag(inputs.get(f"{P}elastic", False)) is True:
+            out.append(
+                (
+                    f"{P}min_nodes",
+                    f"{low} is more than the {nodes} nodes the run starts on (torchrun's --nnodes MIN:MAX, MAX the "
+                    f"nodes of {P}hosts that get processes); lower it",
+                )
+            )
+    return out
+
+
 def _launcher(inputs: Mapping[str, Any]) -> Problems:
     """The launcher is one the role has; a torchrun run's rendezvous port is free of the ports the cluster
-    uses, and it asks for nothing only horovodrun does (an elastic torchrun run is not built yet)."""
+    uses, its elastic bounds are sound, and it asks for nothing only horovodrun does."""
     launcher = inputs.get(f"{P}launcher", _ABSENT)
     if launcher is _ABSENT:
         return []
@@ -722,14 +747,7 @@ def _launcher(inputs: Mapping[str, Any]) -> Problems:
     elif port is not None and (port == ssh_port or port in TAKEN_PORTS):
         taken = "the containers' sshd (horovod_launch_ssh_port)" if port == ssh_port else TAKEN_PORTS[port]
         out.append((f"{P}rdzv_port", f"{port} is the port of {taken}; choose another, e.g. 29500"))
-    if _flag(inputs.get(f"{P}elastic", False)) is True:
-        out.append(
-            (
-                f"{P}elastic",
-                "an elastic torchrun run is not supported yet (torchrun's elastic rendezvous); set "
-                "horovod_launch_elastic: false, or horovod_launch_launcher: horovodrun for Horovod's elastic run",
-            )
-        )
+    out += _torchrun_elastic(inputs)
     if inputs.get(f"{P}extra_args"):
         out.append(
             (

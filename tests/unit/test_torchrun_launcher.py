@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.multinode.horovod.plugins.module_utils.horovod_run import EXIT_CODE_RE, failed_rank
+from checkout import load
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "roles" / "horovod_launch" / "files" / "horovod_torchrun.py"
@@ -35,8 +36,19 @@ while args and args[0].startswith("--"):
     opts[name] = args.pop(0)
 nproc, node = int(opts["--nproc_per_node"]), int(opts["--node_rank"])
 sys.stderr.write(f"fake torchrun: node {node} of {opts['--nnodes']}, {nproc} processes\n")
-procs = [subprocess.Popen(args, env={**os.environ, "RANK": str(node * nproc + i), "LOCAL_RANK": str(i)})
+world = str(int(opts["--nnodes"].split(":")[-1]) * nproc)
+procs = [subprocess.Popen(args, env={**os.environ, "RANK": str(node * nproc + i), "LOCAL_RANK": str(i),
+                                     "WORLD_SIZE": world})
          for i in range(nproc)]
+# The tests' lost node: it leaves once its ranks are up, as a node whose container was stopped.
+leave = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"leave-once.{node}")
+if os.path.exists(leave):
+    os.unlink(leave)
+    import time
+    time.sleep(1)
+    for p in procs:
+        p.kill()
+    sys.exit(137)
 def stop(signum, frame):
     for p in procs:
         if p.poll() is None:
@@ -52,7 +64,7 @@ sys.exit(1 if any(codes) else 0)
 """
 
 
-def spec(tmp_path: Path, command: list[str], nodes: int = 2, nproc: int = 2, grace: float = 2) -> Path:
+def spec(tmp_path: Path, command: list[str], nodes: int = 2, nproc: int = 2, grace: float = 2, **more: object) -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     fake = tmp_path / "torchrun"
@@ -66,12 +78,20 @@ def spec(tmp_path: Path, command: list[str], nodes: int = 2, nproc: int = 2, gra
                 "workdir": str(tmp_path),
                 "grace": grace,
                 "nodes": [
-                    {"name": f"n{i}", "address": f"10.0.0.{i + 1}", "nproc": nproc, "local": True} for i in range(nodes)
+                    {
+                        "name": f"n{i}",
+                        "address": f"10.0.0.{i + 1}",
+                        "nproc": nproc,
+                        "local": True,
+                        "args": ["--node_rank", str(i)],
+                    }
+                    for i in range(nodes)
                 ],
                 "env": {"HOROVOD_LAUNCH_RUN_DIR": str(run_dir)},
                 "torchrun": [sys.executable, str(fake), "--nnodes", str(nodes)],
                 "command": command,
                 "ssh": ["ssh", "-p", "12345"],
+                **more,
             }
         )
     )
@@ -166,7 +186,7 @@ def test_a_node_log_planted_as_a_link_is_not_followed(tmp_path: Path) -> None:
 
 
 def test_a_rank_line_is_marked_with_its_rank_and_stream(tmp_path: Path) -> None:
-    env = {**os.environ, "RANK": "5"}
+    env = {k: v for k, v in os.environ.items() if k != "WORLD_SIZE"} | {"RANK": "5"}
     done = subprocess.run(
         [sys.executable, str(LAUNCHER), "rank", "--", sys.executable, "-c", "import sys; print('a'); sys.exit(3)"],
         capture_output=True,
@@ -174,7 +194,9 @@ def test_a_rank_line_is_marked_with_its_rank_and_stream(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 3
-    assert done.stdout == b"@multinode-horovod-rank:5:out:a\n@multinode-horovod-rank:5:rc:3\n"
+    assert done.stdout == (
+        b"@multinode-horovod-rank:5:up:0\n@multinode-horovod-rank:5:out:a\n@multinode-horovod-rank:5:rc:3\n"
+    )
 
 
 @pytest.mark.parametrize("argv", [["rank", "--", "true"], ["node"], []])
@@ -203,3 +225,102 @@ def test_a_node_cannot_write_another_nodes_ranks(tmp_path: Path) -> None:
     assert not (run_dir / "rank.0").exists() and not (run_dir / "rank.9").exists()
     assert "@multinode-horovod-rank:0:out:forged" in (run_dir / "node.n1.log").read_text()
     assert "First rank to fail" not in done.stdout
+
+
+def load_launcher():
+    return load("roles/horovod_launch/files/horovod_torchrun.py", "horovod_torchrun")
+
+
+def elastic_hosts(run_dir: Path) -> dict:
+    """What status reads of a run's nodes (files/horovod_run.py, which playbooks/status.yml runs)."""
+    return load("roles/horovod_launch/files/horovod_run.py", "horovod_run").elastic_hosts(run_dir)
+
+
+def test_an_elastic_run_starts_a_node_that_left_again_and_ends_with_the_first_nodes_status(tmp_path: Path) -> None:
+    # n1 leaves once, 1 s after its rank came up; the launcher starts it again after the cooldown's 1 s and
+    # the run goes on. n0 holds the rendezvous: its status (0) is the run's.
+    (tmp_path / "leave-once.1").write_text("")
+    code = "import os, time; time.sleep(4 if os.environ['RANK'] == '0' else 1)"
+    path = spec(tmp_path, [sys.executable, "-c", code], nproc=1, elastic=True, cooldown=[1, 4])
+    done = launch(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "node n1 (node rank 1) left the run, exit status 137; it is started again in 1 s" in done.stdout
+    assert (
+        done.stdout.count("node n1 (node rank 1): 1 processes, ")
+        + done.stdout.count("node n1 (node rank 1): 1 processes\n")
+        == 2
+    ), done.stdout
+    assert "node n0 (node rank 0), which holds the rendezvous, ended with exit status 0" in done.stdout
+    # n1's rank was killed on the way: named only when the run fails.
+    assert "First rank to fail" not in done.stdout
+    assert not (tmp_path / "leave-once.1").exists()
+
+
+def test_the_same_loss_ends_a_run_that_is_not_elastic(tmp_path: Path) -> None:
+    # The check above fails without elastic: the run ends with the lost node's status.
+    (tmp_path / "leave-once.1").write_text("")
+    code = "import os, time; time.sleep(4 if os.environ['RANK'] == '0' else 1)"
+    done = launch(spec(tmp_path, [sys.executable, "-c", code], nproc=1, grace=1))
+    assert done.returncode == 137, done.stdout + done.stderr
+    assert "node n1 (node rank 1) failed first, exit status 137" in done.stdout
+
+
+def test_an_elastic_runs_first_node_failing_ends_the_run_with_its_status(tmp_path: Path) -> None:
+    (tmp_path / "leave-once.0").write_text("")
+    code = "import time; time.sleep(30)"
+    began = time.monotonic()
+    done = launch(spec(tmp_path, [sys.executable, "-c", code], nproc=1, grace=1, elastic=True, cooldown=[1, 4]))
+    assert time.monotonic() - began < 25
+    assert done.returncode == 137, done.stdout + done.stderr
+    assert "node n0 (node rank 0), which holds the rendezvous, ended with exit status 137" in done.stdout
+
+
+def test_an_elastic_run_records_the_nodes_of_each_complete_round(tmp_path: Path) -> None:
+    module = load_launcher()
+    path = spec(tmp_path, ["true"], nproc=2, elastic=True)
+    launcher = module.Launch(json.loads(path.read_text()))
+    run_dir = tmp_path / "run"
+    for name in ("n0", "n1"):
+        launcher.node_logs[name] = os.open(run_dir / f"node.{name}.log", os.O_WRONLY | os.O_CREAT, 0o644)
+    mark = "@multinode-horovod-rank:{}:up:{}\n"
+    # Round 1: ranks 0-3 of a world of 4; in an elastic run a node's marks count for any rank.
+    for name, rank in (("n1", 0), ("n1", 1), ("n0", 2)):
+        launcher.line(name, mark.format(rank, 4).encode())
+    assert not (run_dir / "hosts.log").exists()  # rank 3 is not up yet
+    launcher.line("n0", mark.format(3, 4).encode())
+    # n1 is lost; its ranks with it. Round 2: the two ranks of n0 alone.
+    launcher.node_ended("n1")
+    launcher.line("n0", mark.format(0, 2).encode())
+    launcher.line("n0", mark.format(1, 2).encode())
+    # The same set again is no new line.
+    launcher.line("n0", b"@multinode-horovod-rank:1:rc:143\n")
+    launcher.line("n0", mark.format(1, 2).encode())
+    lines = (run_dir / "hosts.log").read_text().splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == ["n0:2,n1:2", "n0:2"]
+    current = json.loads((run_dir / "hosts.current").read_text())
+    assert current["hosts"] == ["n0:2"] and current["since"] == int(lines[-1].split()[0])
+    # And what status reads of it.
+    found = elastic_hosts(run_dir)
+    assert found == {"elastic": True, "current_hosts": ["n0:2"], "hosts_since": current["since"], "host_sets": 2}
+
+
+def test_a_static_run_records_no_rounds_and_status_calls_it_not_elastic(tmp_path: Path) -> None:
+    module = load_launcher()
+    path = spec(tmp_path, ["true"], nproc=1)
+    launcher = module.Launch(json.loads(path.read_text()))
+    launcher.line("n0", b"@multinode-horovod-rank:0:up:2\n")
+    launcher.line("n1", b"@multinode-horovod-rank:1:up:2\n")
+    assert not (tmp_path / "run" / "hosts.log").exists()
+    assert elastic_hosts(tmp_path / "run") == {}
+
+
+def test_an_elastic_runs_record_planted_as_a_link_is_not_followed(tmp_path: Path) -> None:
+    module = load_launcher()
+    launcher = module.Launch(json.loads(spec(tmp_path, ["true"], nproc=1, elastic=True).read_text()))
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "run" / "hosts.log").symlink_to(victim)
+    launcher.line("n0", b"@multinode-horovod-rank:0:up:2\n")
+    launcher.line("n1", b"@multinode-horovod-rank:1:up:2\n")
+    assert victim.read_text() == "keep\n"
+    assert not (tmp_path / "run" / "hosts.current").exists()

@@ -154,14 +154,24 @@ def hostfile_ranks(path: Path) -> List[str]:
     return hosts
 
 
-def elastic_hosts(run_dir: Path) -> Dict[str, object]:
-    """An elastic run's host set now and how it changed (its discovery script's hosts.current and hosts.log).
+def _elastic_torchrun(run_dir: Path) -> bool:
+    """Whether the run is an elastic torchrun run (its torchrun.json says so)."""
+    try:
+        return json.loads((run_dir / "torchrun.json").read_text()).get("elastic") is True
+    except (OSError, ValueError, AttributeError):
+        return False
 
-    ``{}`` for a run that is not elastic (no discovery.json); else ``elastic``, ``current_hosts`` (the
-    ``ADDRESS:SLOTS`` the driver was last told of), ``hosts_since`` (epoch seconds) and ``host_sets`` (the
-    number of sets the run has had, the first included).
+
+def elastic_hosts(run_dir: Path) -> Dict[str, object]:
+    """An elastic run's host set now and how it changed (its discovery script's hosts.current and hosts.log,
+    or, for a torchrun run, its launcher's: the nodes of the rendezvous's round that last had every rank up).
+
+    ``{}`` for a run that is not elastic (no discovery.json, no elastic torchrun.json); else ``elastic``,
+    ``current_hosts`` (the ``ADDRESS:SLOTS`` the driver was last told of, or a torchrun run's
+    ``NODE:PROCESSES``), ``hosts_since`` (epoch seconds) and ``host_sets`` (the number of sets the run has
+    had, the first included).
     """
-    if not (run_dir / "discovery.json").is_file():
+    if not (run_dir / "discovery.json").is_file() and not _elastic_torchrun(run_dir):
         return {}
     try:
         current = json.loads((run_dir / "hosts.current").read_text())

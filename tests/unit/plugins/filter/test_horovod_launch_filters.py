@@ -40,6 +40,8 @@ PLAN_INPUTS = {
     "master": "master",
     "launcher": "horovodrun",
     "rdzv_port": 29500,
+    "min_nodes": 0,
+    "max_restarts": 3,
 }
 GIVEN = {
     "name": "r1",
@@ -829,9 +831,10 @@ def test_a_torchrun_run_starts_one_torchrun_per_node_from_the_master():
     # Node rank order is the host list's, each node's processes its share of np; the first host holds the
     # rendezvous; the master's own node is started there, the others over ssh.
     assert spec["nodes"] == [
-        {"name": "master", "address": "10.0.0.1", "nproc": 4, "local": True},
-        {"name": "w1", "address": "10.0.0.2", "nproc": 1, "local": False},
+        {"name": "master", "address": "10.0.0.1", "nproc": 4, "local": True, "args": ["--node_rank", "0"]},
+        {"name": "w1", "address": "10.0.0.2", "nproc": 1, "local": False, "args": ["--node_rank", "1"]},
     ]
+    assert spec["elastic"] is False and run["discovery_script"] == ""
     assert spec["torchrun"] == [
         "torchrun", "--nnodes", "2", "--master_addr", "10.0.0.1", "--master_port", "29500", "--max_restarts", "0",
     ]  # fmt: skip
@@ -845,6 +848,37 @@ def test_a_torchrun_run_starts_one_torchrun_per_node_from_the_master():
     assert spec["command"][:2] == ["sh", f"{RUN_DIR}/rank-env.sh"]
     assert spec["self"] == f"{RUN_DIR}/horovod_torchrun.py" and spec["workdir"] == "/data1/artifacts"
     assert run["rank_hosts"] == ["master"] * 4 + ["w1"]
+
+
+def test_an_elastic_torchrun_run_meets_at_the_masters_c10d_store_and_gets_its_ranks_there():
+    run = run_of({"launcher": "torchrun", "elastic": True, "min_nodes": 0, "max_restarts": 5}, torch_version="2.5.1")
+    spec = run["torchrun"]
+    assert spec["torchrun"] == [
+        "torchrun", "--nnodes", "1:2", "--rdzv_backend", "c10d", "--rdzv_endpoint", "10.0.0.1:29500",
+        "--rdzv_id", run["name"], "--max_restarts", "5",
+    ]  # fmt: skip
+    # The first node holds the store, said to each node rather than guessed from its host names; the
+    # rendezvous gives the node ranks out (no --node_rank).
+    assert [node["args"] for node in spec["nodes"]] == [
+        ["--rdzv_conf", "is_host=true"],
+        ["--rdzv_conf", "is_host=false"],
+    ]
+    assert spec["elastic"] is True and spec["cooldown"] == [10, 300]
+    # No Horovod discovery script; the bundled example's output on the share (rank 0 may be on any node).
+    assert run["discovery_script"] == ""
+    assert run["output_on_share"] == f"outputs/{run['name']}"
+    # Bounds given are the bounds used; an elastic run is another run than a static one.
+    two = run_of({"launcher": "torchrun", "elastic": True, "min_nodes": 2, "max_restarts": 0}, name="")
+    assert two["torchrun"]["torchrun"][2] == "2:2" and two["torchrun"]["torchrun"][-1] == "0"
+    assert two["name"] != run_of({"launcher": "torchrun"}, name="")["name"]
+    with pytest.raises(ValueError, match="min_nodes must be at most the 2 nodes of the run, got 3"):
+        run_of({"launcher": "torchrun", "elastic": True, "min_nodes": 3})
+
+
+def test_a_horovod_elastic_run_keeps_its_discovery_script():
+    run = run_of({"elastic": True})
+    assert run["discovery_script"] == f"{RUN_DIR}/discover-hosts.py"
+    assert run["argv"][run["argv"].index("--host-discovery-script") + 1] == run["discovery_script"]
 
 
 def test_a_torchrun_run_is_another_run_and_a_horovodrun_run_keeps_its_name():

@@ -43,6 +43,8 @@ PLAN_INPUTS = {
     "master": "node-a",
     "launcher": "horovodrun",
     "rdzv_port": 29500,
+    "min_nodes": 0,
+    "max_restarts": 3,
 }
 GIVEN_RUN = {
     "name": "r1",

@@ -901,7 +901,11 @@ def test_a_torchrun_run_with_the_defaults_is_sound():
         ({"rdzv_port": 111}, "rdzv_port", "111 is the port of rpcbind"),
         ({"rdzv_port": 70000}, "rdzv_port", "70000 is not a TCP port"),
         ({"rdzv_port": "http"}, "rdzv_port", "is not a TCP port"),
-        ({"elastic": True, "trust_workers": True}, "elastic", "an elastic torchrun run is not supported yet"),
+        ({"elastic": True}, "elastic", "torchrun's c10d rendezvous with the state any client of its store"),
+        ({"elastic": True, "trust_workers": True, "min_nodes": 3}, "min_nodes", "3 is more than the 2 nodes"),
+        ({"elastic": True, "trust_workers": True, "np": 2, "min_nodes": 2}, "min_nodes", "2 is more than the 1 nodes"),
+        ({"min_nodes": -1}, "min_nodes", "-1 is not a whole number of 0 or more"),
+        ({"max_restarts": "often"}, "max_restarts", "'often' is not a whole number of 0 or more"),
         ({"extra_args": ["--verbose"]}, "extra_args", "holds horovodrun's options"),
         ({"controller": "mpi", "trust_workers": True}, "controller", "a torchrun run has no controller"),
         ({"env": {"MASTER_ADDR": "10.0.0.9"}}, "env", "MASTER_ADDR may not be set here: torchrun sets it"),
@@ -913,6 +917,13 @@ def test_a_torchrun_run_with_the_defaults_is_sound():
 def test_a_torchrun_run_refuses_what_it_cannot_do(changes, variable, fragment):
     found = problems(**{"launcher": "torchrun", **changes})
     assert any(name == f"horovod_launch_{variable}" and fragment in text for name, text in found), found
+
+
+def test_an_elastic_torchrun_run_of_trusted_workers_is_sound():
+    assert problems(launcher="torchrun", elastic=True, trust_workers=True) == []
+    assert problems(launcher="torchrun", elastic=True, trust_workers=True, min_nodes=2, max_restarts=0) == []
+    # Bounds that are only torchrun's do not concern a static run's nodes.
+    assert problems(launcher="torchrun", min_nodes=3) == []
 
 
 def test_torchruns_names_are_horovodruns_own_to_set():
