@@ -405,6 +405,13 @@ NCCL_CHECK_CODE = (
     "hvd.allreduce(torch.ones(1).cuda()); hvd.shutdown()"
 )
 NCCL_CHECK_KEYS = ("ssh_port", "identity_file", "start_timeout", "nics", "horovod_version", "env")
+# A torchrun run's check: the same allreduce with torch.distributed's NCCL backend, one process per host on its
+# first GPU, meeting at the first host's rendezvous port as the run's ranks do (RANK, WORLD_SIZE, MASTER_* set
+# by the check: no torchrun, so no rendezvous store of torchrun's own).
+NCCL_TORCH_CHECK_CODE = (
+    "import torch, torch.distributed as dist; torch.cuda.set_device(0); dist.init_process_group('nccl'); "
+    "t = torch.ones(1).cuda(); dist.all_reduce(t); torch.cuda.synchronize(); dist.destroy_process_group()"
+)
 # What the NCCL check gives NCCL besides the run's own NCCL_* settings: its log of the network's choice.
 NCCL_CHECK_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
@@ -417,6 +424,8 @@ def nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[st
     and they decide NCCL's choice) with NCCL_CHECK_ENV over them; ``hosts``, the names of those hosts.
     `given` has NCCL_CHECK_KEYS."""
     _require(given, NCCL_CHECK_KEYS, "horovod_nccl_check")
+    if the_plan.get("launcher") == "torchrun":
+        return _torch_nccl_check(the_plan, given)
     hosts = list(dict.fromkeys(part.rsplit(":", 1)[0] for part in str(the_plan["h"]).split(",") if part))
     one_each = {
         **the_plan,
@@ -429,6 +438,40 @@ def nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[st
     nccl = {str(k): str(v) for k, v in (given["env"] or {}).items() if str(k).startswith("NCCL_")}
     names = list(dict.fromkeys(str(name) for name in the_plan["rank_hosts"]))
     return {"argv": horovodrun_argv(one_each, run_given), "env": {**nccl, **NCCL_CHECK_ENV}, "hosts": names}
+
+
+def _torch_nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A torchrun run's NCCL check: ``argvs``, one command per node of the run in node rank order (the master's
+    own in its container, the others over the pinned ssh, `given`'s ``ssh``), each one process of
+    NCCL_TORCH_CHECK_CODE with its rank, the world size and the rendezvous port; ``env`` and ``hosts`` as
+    horovodrun's check has them."""
+    if not given.get("ssh"):
+        raise ValueError("horovod_nccl_check: a torchrun run's check needs ssh (the pinned ssh command)")
+    nodes = the_plan["nodes"]
+    nics = [str(nic) for nic in given["nics"] or []]
+    bad = [nic for nic in nics if not is_interface_name(nic)]
+    if bad:
+        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; the NCCL check is not run")
+    nccl = {str(k): str(v) for k, v in (given["env"] or {}).items() if str(k).startswith("NCCL_")}
+    env = {**nccl, **NCCL_CHECK_ENV}
+    if nics:
+        env.update(GLOO_SOCKET_IFNAME=",".join(nics), NCCL_SOCKET_IFNAME=",".join(nics))
+    argvs = []
+    for rank, node in enumerate(nodes):
+        own = {
+            "MASTER_ADDR": str(nodes[0]["address"]),
+            "MASTER_PORT": str(the_plan["rdzv_port"]),
+            "RANK": str(rank),
+            "LOCAL_RANK": "0",
+            "WORLD_SIZE": str(len(nodes)),
+        }
+        if node["name"] == the_plan["master"]:
+            argvs.append(["env", *(f"{k}={v}" for k, v in own.items()), "python3", "-c", NCCL_TORCH_CHECK_CODE])
+            continue
+        # The other hosts get the environment on their command line: ssh passes no environment.
+        words = ["env", *(f"{k}={v}" for k, v in {**env, **own}.items()), "python3", "-c", NCCL_TORCH_CHECK_CODE]
+        argvs.append([*given["ssh"], str(node["address"]), _quoted(words)])
+    return {"argvs": argvs, "env": env, "hosts": [str(node["name"]) for node in nodes]}
 
 
 # NCCL's line naming the network a communicator uses (src/init.cc: INFO(NCCL_INIT, "Using network %s")):

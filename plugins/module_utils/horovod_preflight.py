@@ -582,7 +582,8 @@ def _rdma(node: Mapping[str, Any]) -> bool:
 
 def nccl_net_check(nodes: Sequence[Mapping[str, Any]], s: Mapping[str, Any], frameworks: Sequence[str]) -> bool:
     """Whether the preflight runs the NCCL check: asked for, on two hosts or more whose containers all see
-    GPUs and RDMA devices, with Horovod's PyTorch (the check's allreduce) in the image."""
+    GPUs and RDMA devices, with PyTorch (the check's allreduce: Horovod's, or torch.distributed's for a
+    torchrun run) in the image."""
     return (
         bool(s["nccl_net_check"])
         and len(nodes) > 1
@@ -749,8 +750,8 @@ def preflight(
     torchrun = settings["launcher"] == "torchrun"
     if torchrun:
         fact["torch_version"] = str((local.get("torch") or {}).get("version") or "")
-        # The NCCL check is an allreduce of Horovod's: not for an image without it.
-        wanted = False
+        # The NCCL check of a torchrun run is torch.distributed's allreduce (torch is checked above).
+        wanted = nccl_net_check(nodes, settings, ["pytorch"])
     else:
         built = check_build((report.get("check_build") or {}).get("stdout"))
         fact["horovod_version"] = built["version"]
@@ -834,6 +835,6 @@ def doctor(
                 f"NCCL between the GPU hosts: not asked while a job runs on {', '.join(busy)} (the check would "
                 "share its GPUs); its ranks' NCCL lines need NCCL_DEBUG: INFO in horovod_launch_env."
             )
-        elif "pytorch" in built["frameworks"]:
+        elif settings["launcher"] == "torchrun" or "pytorch" in built["frameworks"]:
             nccl = {"horovod_version": built["version"], "network_interfaces": _run_nics(nodes, rules)}
     return {"causes": causes, "lines": lines, "nccl": nccl}

@@ -177,11 +177,35 @@ def test_the_nccl_check_stops_horovodrun_at_its_timeout_and_says_124(tmp_path):
     fake.write_text(FAKE_HOROVODRUN)
     fake.chmod(0o755)
     began = time.monotonic()
-    answer = nccl_check.check([str(fake), "hang"], {}, 1, "/nowhere")
+    answer = nccl_check.check([[str(fake), "hang"]], {}, 1, "/nowhere")
     assert answer["rc"] == 124 and time.monotonic() - began < 15
     assert "NCCL INFO Using network IB" not in " ".join(answer["lines"])  # NCCL_DEBUG was not given
-    missing = nccl_check.check([str(tmp_path / "absent")], {}, 5, "/nowhere")
+    missing = nccl_check.check([[str(tmp_path / "absent")]], {}, 5, "/nowhere")
     assert missing["rc"] == 127 and missing["lines"] == []
+
+
+def test_the_nccl_check_of_a_torchrun_run_runs_every_hosts_process_at_once(tmp_path, monkeypatch, capsys):
+    # One command per host (a torchrun run's check): both run together (each waits for the other's mark),
+    # their NCCL lines are kept in host order, the exit status is the first non-zero one.
+    code = (
+        "import os, sys, time; me, other = sys.argv[1], sys.argv[2]; open(me, 'w').close(); "
+        "[time.sleep(0.05) for _ in range(200) if not os.path.exists(other)]; "
+        "print(f'{os.path.basename(me)} NCCL INFO Using network ' + os.environ['NET']); "
+        "sys.exit(int(sys.argv[3]))"
+    )
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    argvs = [[sys.executable, "-c", code, a, b, "0"], [sys.executable, "-c", code, b, a, "3"]]
+    given = {"argvs": argvs, "env": {"NET": "IB"}}
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(json.dumps(given)))
+    assert nccl_check.main(["30", str(tmp_path)]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["rc"] == 3 and answer["seconds"] < 15
+    assert answer["lines"] == ["a NCCL INFO Using network IB", "b NCCL INFO Using network IB"]
+    # One that never ends: both stopped at the timeout.
+    hang = nccl_check.check(
+        [[sys.executable, "-c", "pass"], [sys.executable, "-c", "import time; time.sleep(60)"]], {}, 1, "/x"
+    )
+    assert hang["rc"] == 124 and hang["seconds"] < 15
 
 
 def test_the_probe_lists_the_rdma_devices_of_its_container(tmp_path):

@@ -188,7 +188,7 @@ def test_horovodrun_gets_real_interface_names():
 
 def test_the_nccl_check_script_runs_nothing_with_a_forged_interface():
     nccl_check = load_path("roles/horovod_launch/files/horovod_nccl_check.py", "horovod_nccl_check")
-    answer = nccl_check.check(["horovodrun", "--network-interfaces", FORGED_NIC, "true"], {}, 5, "/nowhere")
+    answer = nccl_check.check([["horovodrun", "--network-interfaces", FORGED_NIC, "true"]], {}, 5, "/nowhere")
     assert answer["rc"] == 2 and FORGED_NIC in answer["tail"][0]
     assert nccl_check.bad_interfaces(["horovodrun", "--network-interfaces", "eth0,ib0"]) == []
 

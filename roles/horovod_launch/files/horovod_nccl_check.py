@@ -4,7 +4,9 @@
 
 ``python3 -c CODE TIMEOUT SSH_WRAPPER_DIR`` with ``{"argv": [...], "env": {...}}`` on stdin (the filter
 multinode.horovod.horovod_nccl_check builds both: horovodrun with one process per host running one NCCL
-allreduce, and NCCL_DEBUG=INFO with the run's NCCL_* settings). The pinned ssh wrapper goes first on PATH,
+allreduce, and NCCL_DEBUG=INFO with the run's NCCL_* settings), or, for a torchrun run, ``{"argvs": [...],
+"env": {...}}``: one command per host, all run at once (each host's process of one torch.distributed
+allreduce, started there over the pinned ssh). The pinned ssh wrapper goes first on PATH,
 as in the run's launch script. Prints ``{"rc", "lines", "tail", "seconds"}``: horovodrun's exit status
 (124 when TIMEOUT seconds passed), the lines where NCCL said which network it uses or why it left
 InfiniBand out, and the last lines of horovodrun's output. The verdict is the filter
@@ -17,6 +19,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Dict, List  # Python 3.6: no PEP 585/604 forms
 
@@ -38,30 +41,53 @@ def bad_interfaces(argv: List[str]) -> List[str]:
     return bad
 
 
-def check(argv: List[str], env: Dict[str, str], timeout: float, wrapper_dir: str) -> Dict[str, object]:
-    bad = bad_interfaces(argv)
+def check(argvs: List[List[str]], env: Dict[str, str], timeout: float, wrapper_dir: str) -> Dict[str, object]:
+    """Run every command of `argvs` at once (horovodrun's one, or a torchrun run's one per node) and keep what
+    NCCL said in their output, in order; the exit status is the first non-zero one, 124 after `timeout`."""
+    bad = [nic for argv in argvs for nic in bad_interfaces(argv)]
     if bad:
         return {"rc": 2, "lines": [], "tail": [f"not run: {bad[0]!r} is not a network interface name"], "seconds": 0.0}
     environment = dict(os.environ)
     environment.update({str(k): str(v) for k, v in env.items()})
     environment["PATH"] = wrapper_dir + os.pathsep + environment.get("PATH", "")
     started = time.monotonic()
-    try:
-        # A session of its own: on the timeout horovodrun goes with its ssh clients and local ranks.
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment,
-            start_new_session=True,
-        )  # fmt: skip
-    except OSError as exc:
-        return {"rc": 127, "lines": [], "tail": [str(exc)], "seconds": 0.0}
-    try:
-        output, _unused = proc.communicate(timeout=timeout)
-        rc = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _unused = proc.communicate()
-        rc = 124
-    lines = output.decode(errors="replace").splitlines()
+    procs = []  # type: List[subprocess.Popen[bytes]]
+    outputs = []  # type: List[List[bytes]]
+    readers = []
+    for argv in argvs:
+        try:
+            # A session of its own: on the timeout horovodrun goes with its ssh clients and local ranks.
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            for other in procs:
+                os.killpg(other.pid, signal.SIGKILL)
+            return {"rc": 127, "lines": [], "tail": [str(exc)], "seconds": 0.0}
+        chunks = []  # type: List[bytes]
+        reader = threading.Thread(target=lambda p=proc, c=chunks: c.append(p.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        procs.append(proc)
+        outputs.append(chunks)
+        readers.append(reader)
+    codes = []
+    timed_out = False
+    for proc in procs:
+        try:
+            codes.append(proc.wait(timeout=max(0.0, started + timeout - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            break
+    if timed_out:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    for reader in readers:
+        reader.join()
+    rc = 124 if timed_out else next((code for code in codes if code != 0), 0)
+    lines = b"".join(b"".join(chunks) for chunks in outputs).decode(errors="replace").splitlines()
     return {
         "rc": rc,
         "lines": [line for line in lines if NCCL_LINE_RE.search(line)][:LINES_KEPT],
@@ -75,7 +101,8 @@ def main(args: List[str]) -> int:
         print("usage: horovod_nccl_check.py TIMEOUT SSH_WRAPPER_DIR < {argv, env}", file=sys.stderr)
         return 2
     given = json.load(sys.stdin)
-    print(json.dumps(check(given["argv"], given.get("env") or {}, float(args[0]), args[1]), sort_keys=True))
+    argvs = given["argvs"] if "argvs" in given else [given["argv"]]
+    print(json.dumps(check(argvs, given.get("env") or {}, float(args[0]), args[1]), sort_keys=True))
     return 0
 
 

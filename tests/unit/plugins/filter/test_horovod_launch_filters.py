@@ -6,6 +6,7 @@ its name and horovodrun's command line, the report of how it went, and the pin o
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -905,3 +906,32 @@ def test_torchrun_of_torch_before_2_gets_redirects_its_python_3_11_can_read():
     spec = run_of({"launcher": "torchrun"}, torch_version="1.13.0a0+gitunknown")["torchrun"]
     assert spec["torchrun"][-4:] == ["--redirects", "9:1", "--tee", "9:1"]
     assert "--redirects" not in run_of({"launcher": "torchrun"}, torch_version="2.0.0")["torchrun"]["torchrun"]
+
+
+def test_the_nccl_check_of_a_torchrun_run_runs_one_torch_process_per_node():
+    the_plan = m.plan({**PLAN_INPUTS, "launcher": "torchrun", "np": 5})
+    given = {
+        "ssh_port": 12345,
+        "identity_file": "/root/.ssh/id_ed25519",
+        "start_timeout": 30,
+        "nics": ["ib0"],
+        "horovod_version": "",
+        "env": {"NCCL_IB_HCA": "mlx5_0", "SECRET": "x"},
+        "ssh": ["ssh", "-p", "12345"],
+    }
+    check = m.nccl_check(the_plan, given)
+    assert check["hosts"] == ["master", "w1"]
+    own = ["MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"]
+    assert check["argvs"][0] == [
+        "env", *own, "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "python3", "-c", m.NCCL_TORCH_CHECK_CODE,
+    ]  # fmt: skip
+    # The other node over the pinned ssh, its environment on the command line (NCCL_* only: no secret).
+    ssh, address, remote = check["argvs"][1][:3], check["argvs"][1][3], check["argvs"][1][4]
+    assert ssh == ["ssh", "-p", "12345"] and address == "10.0.0.2" and len(check["argvs"][1]) == 5
+    assert shlex.split(remote)[:4] == ["env", "NCCL_IB_HCA=mlx5_0", "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"]
+    assert "RANK=1" in shlex.split(remote) and "SECRET=x" not in remote
+    assert check["env"]["NCCL_SOCKET_IFNAME"] == "ib0" and "SECRET" not in check["env"]
+    with pytest.raises(ValueError, match="needs ssh"):
+        m.nccl_check(the_plan, {**given, "ssh": []})
+    with pytest.raises(ValueError, match="the NCCL check is not run"):
+        m.nccl_check(the_plan, {**given, "nics": ["ib0;reboot"]})

@@ -744,6 +744,23 @@ def torchrun_report(**local_torch: Any) -> dict[str, Any]:
     return rep
 
 
+def test_a_torchrun_run_on_gpu_hosts_with_rdma_gets_the_nccl_check_and_the_doctor_asks_nccl():
+    rep = rdma_report(("node-a", "node-b", "node-c"))
+    del rep["check_build"]
+    rep["local"]["torch"] = TORCH
+    for entry in rep["remotes"]:
+        probe = json.loads(entry["stdout"])
+        probe["torch"] = TORCH
+        entry["stdout"] = json.dumps(probe)
+    hosts = [{**h, "slots": 1} for h in HOSTS]
+    torchrun = {**SETTINGS_OK, "launcher": "torchrun"}
+    result = preflight(rep, hosts, "node-a", torchrun)
+    assert result["problems"] == [] and result["fact"]["nccl_net_check"] is True
+    assert preflight(rep, hosts, "node-a", {**torchrun, "nccl_net_check": False})["fact"]["nccl_net_check"] is False
+    # The doctor asks NCCL between GPU hosts under torchrun too, without Horovod in the image.
+    assert doctor(rep, hosts, "node-a", torchrun)["nccl"] == {"horovod_version": "", "network_interfaces": ["eth0"]}
+
+
 def test_a_torchrun_run_needs_no_horovod_and_says_which_torch():
     result = judge(torchrun_report(), launcher="torchrun")
     assert result["problems"] == []
