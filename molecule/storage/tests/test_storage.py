@@ -6,7 +6,9 @@ every node over the containers' ssh; a container started before its host mounted
 nothing until the share arrives, and the site's check names a container that does not see it; a
 rebooted worker comes back with its mount (fstab) and its share in the container.
 
-The tests reach each machine by name, so they run once (not once per host).
+The tests reach each machine by name, so they run once (not once per host). Those marked LONG (the
+reboot, the container started before its share, the site naming a container without it, root_squash, the
+teardown) run in make test-all only.
 """
 
 import json
@@ -31,6 +33,10 @@ ARTIFACT_EXPORT_OPTIONS = {"ro", "sync", "no_subtree_check", "no_root_squash"}
 CONTAINER = "horovod"
 SSH_PORT = 12345
 REPO = Path(os.environ.get("MNH_REPO", Path(__file__).resolve().parents[3]))
+
+
+# The long fault and operations tests: make test-all only; make test has a 40-minute budget.
+LONG = pytest.mark.skipif(os.environ.get("MNH_TESTS") != "all", reason="make test-all only (MNH_TESTS=all)")
 
 
 @pytest.fixture(scope="module")
@@ -209,6 +215,7 @@ def test_docker_starts_after_the_network_file_systems(hosts):
         assert '"iptables": false' in hosts[name].file("/etc/docker/daemon.json").content_string
 
 
+@LONG
 def test_a_container_started_before_its_share_runs_nothing_until_the_share_arrives(hosts, addr):
     worker = hosts["worker2"]
     token = uuid.uuid4().hex
@@ -234,6 +241,7 @@ def test_a_container_started_before_its_share_runs_nothing_until_the_share_arriv
         hosts["master"].run(f"rm -f {path}")
 
 
+@LONG
 def test_the_site_names_a_container_that_does_not_see_the_share(hosts, inventory):
     worker = hosts["worker2"]
     # The host has its share, the container does not (its own mount namespace only).
@@ -364,7 +372,7 @@ def test_training_code_a_worker_can_write_is_refused_before_any_change(hosts, in
         hosts["master"].run(f"rm -rf {SHARE}/code")
 
 
-@pytest.mark.skipif(os.environ.get("MNH_TESTS") != "all", reason="make test-all only (MNH_TESTS=all)")
+@LONG
 def test_the_site_works_with_root_squash_on_the_share(hosts, addr, inventory):
     """SECURITY.md's advice to take root's power over the share from the workers: the site converges with
     root_squash (twice, the second run changing nothing), root on a worker then writes the share as
@@ -407,6 +415,7 @@ def boot_id(host):
     return result.stdout.strip() if result.rc == 0 else None
 
 
+@LONG
 def test_worker_comes_back_after_reboot_with_its_share_in_the_container(hosts, addr):
     worker = hosts["worker1"]
     token = uuid.uuid4().hex
@@ -458,7 +467,7 @@ def teardown(inventory, *extra):
     )
 
 
-@pytest.mark.skipif(os.environ.get("MNH_TESTS") != "all", reason="make test-all only (MNH_TESTS=all)")
+@LONG
 def test_teardown_removes_the_nfs_half_and_keeps_what_is_not_the_collections(hosts, addr, inventory):
     """playbooks/teardown.yml on real kernels (the lab has no NFS): the workers' mounts and fstab lines
     and the master's exports go, a foreign export and fstab line and the share's data stay, a second
