@@ -440,6 +440,16 @@ def nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[st
     return {"argv": horovodrun_argv(one_each, run_given), "env": {**nccl, **NCCL_CHECK_ENV}, "hosts": names}
 
 
+def _torch_nic_env(given: Any, refused: str) -> dict[str, str]:
+    """The interfaces for torch.distributed's Gloo and NCCL (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), {} for
+    none; an interface that is not a name is refused (`refused` says what is then not run)."""
+    nics = [str(nic) for nic in given or []]
+    bad = [nic for nic in nics if not is_interface_name(nic)]
+    if bad:
+        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; {refused}")
+    return {"GLOO_SOCKET_IFNAME": ",".join(nics), "NCCL_SOCKET_IFNAME": ",".join(nics)} if nics else {}
+
+
 def _torch_nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
     """A torchrun run's NCCL check: ``argvs``, one command per node of the run in node rank order (the master's
     own in its container, the others over the pinned ssh, `given`'s ``ssh``), each one process of
@@ -448,14 +458,8 @@ def _torch_nccl_check(the_plan: Mapping[str, Any], given: Mapping[str, Any]) -> 
     if not given.get("ssh"):
         raise ValueError("horovod_nccl_check: a torchrun run's check needs ssh (the pinned ssh command)")
     nodes = the_plan["nodes"]
-    nics = [str(nic) for nic in given["nics"] or []]
-    bad = [nic for nic in nics if not is_interface_name(nic)]
-    if bad:
-        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; the NCCL check is not run")
     nccl = {str(k): str(v) for k, v in (given["env"] or {}).items() if str(k).startswith("NCCL_")}
-    env = {**nccl, **NCCL_CHECK_ENV}
-    if nics:
-        env.update(GLOO_SOCKET_IFNAME=",".join(nics), NCCL_SOCKET_IFNAME=",".join(nics))
+    env = {**nccl, **NCCL_CHECK_ENV, **_torch_nic_env(given["nics"], "the NCCL check is not run")}
     argvs = []
     for rank, node in enumerate(nodes):
         own = {
@@ -607,13 +611,11 @@ def torchrun_spec(the_plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[s
     rank through its rank-env.sh."""
     nodes = the_plan["nodes"]
     master = str(the_plan["master"])
-    nics = [str(nic) for nic in run["nics"] or []]
-    bad = [nic for nic in nics if not is_interface_name(nic)]
-    if bad:
-        raise ValueError(f"the network interface {bad[0]!r} is not {INTERFACE_SHAPE}; torchrun is not run with it")
-    env = {"HOROVOD_LAUNCH_RUN_DIR": run["dir"], OUTPUT_ENV: run["output_dir"]}
-    if nics:
-        env.update(GLOO_SOCKET_IFNAME=",".join(nics), NCCL_SOCKET_IFNAME=",".join(nics))
+    env = {
+        "HOROVOD_LAUNCH_RUN_DIR": run["dir"],
+        OUTPUT_ENV: run["output_dir"],
+        **_torch_nic_env(run["nics"], "torchrun is not run with it"),
+    }
     address, port = str(nodes[0]["address"]), str(the_plan["rdzv_port"])
     elastic = bool(the_plan["elastic"])
     if elastic:
