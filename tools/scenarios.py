@@ -30,7 +30,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -41,6 +41,8 @@ TASK_RE = re.compile(r"^TASK \[")
 # "FAILED - RETRYING" lines are Ansible's retries (`until`), not failures.
 FAILURE_RE = re.compile(r"^(fatal: \[|failed: \[|\[ERROR\]: |ERROR  |FAILED (?!- RETRYING)|E  |_{5,} test_)")
 DIGEST_LINES = 60
+# Molecule's line at the start of each step of a scenario's sequence: "[horovod_launch > prepare] Executing".
+STEP_RE = re.compile(r"^INFO +\[[^ \]]+ > (?P<step>[a-z_]+)\] Executing")
 # A log file is read as text: no ANSI colour codes in it (Molecule colours when TERM says xterm).
 PLAIN_OUTPUT = {"ANSIBLE_FORCE_COLOR": "false", "PY_COLORS": "0", "NO_COLOR": "1"}
 
@@ -61,6 +63,34 @@ def last_failure(lines: list[str], limit: int = DIGEST_LINES) -> list[str]:
     return lines[start : start + limit]
 
 
+class StepClock:
+    """How long each step of Molecule's sequence took (make test has a budget: where its time goes),
+    from the line Molecule prints as a step starts; a step that runs twice (cleanup, destroy) adds up.
+    The clock is a parameter so that the tests can drive it."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.steps: dict[str, float] = {}
+        self.current: tuple[str, float] | None = None
+
+    def line(self, text: str) -> None:
+        match = STEP_RE.match(text)
+        if match:
+            now = self.clock()
+            self.stop(now)
+            self.current = (match["step"], now)
+
+    def stop(self, now: float | None = None) -> None:
+        if self.current is not None:
+            step, since = self.current
+            self.steps[step] = self.steps.get(step, 0.0) + (self.clock() if now is None else now) - since
+            self.current = None
+
+    def summary(self) -> str:
+        """The steps in the order they first ran, as "create 18s, prepare 95s"."""
+        return ", ".join(f"{step} {took:.0f}s" for step, took in self.steps.items())
+
+
 def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     """Test one scenario; returns whether it passed, how long it took, its log and, when it failed,
     the digest of its failure (taken before the destroy, whose output comes after it in the log)."""
@@ -68,10 +98,12 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
     logfile = logdir / log_name(scenario, os.environ)
     print(f"=== molecule scenario {scenario}", flush=True)
     failure = ""
+    steps = StepClock()
     with logfile.open("w") as out:
         rc = stream(["molecule", "destroy", "-s", scenario], out)
         if rc == 0:
-            rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out)
+            rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out, steps.line)
+        steps.stop()
         if rc != 0:
             failure = "\n".join(last_failure(logfile.read_text(errors="replace").splitlines()))
             print(f"=== molecule scenario {scenario} FAILED (rc {rc}); the failing task:", flush=True)
@@ -84,7 +116,7 @@ def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
         rc = destroyed
         failure = f"molecule destroy -s {scenario} failed with rc {destroyed}"
     verdict = "passed" if rc == 0 else f"FAILED (rc {rc})"
-    print(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s", flush=True)
+    print(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s; its steps: {steps.summary()}", flush=True)
     return rc == 0, took, logfile, failure
 
 
@@ -112,8 +144,10 @@ def plain_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {**PLAIN_OUTPUT, **environ}
 
 
-def stream(argv: list[str], out: TextIO, heartbeat: float = progress.HEARTBEAT_S) -> int:
-    """Run argv in the repository, its output to the terminal and to `out`, line by line; while it
+def stream(
+    argv: list[str], out: TextIO, seen: Callable[[str], None] | None = None, heartbeat: float = progress.HEARTBEAT_S
+) -> int:
+    """Run argv in the repository, its output to the terminal and to `out` (and to `seen`), line by line; while it
     prints nothing (Ansible prints a task when every host is done with it: an image build or load, a
     training run), a line on the terminal every `heartbeat` seconds with the last one it printed."""
 
@@ -122,6 +156,8 @@ def stream(argv: list[str], out: TextIO, heartbeat: float = progress.HEARTBEAT_S
         sys.stdout.flush()
         out.write(line)
         out.flush()
+        if seen is not None:
+            seen(line)
 
     def say(text: str) -> None:
         print(f"=== {text}", flush=True)

@@ -178,3 +178,22 @@ def test_a_silent_step_gets_a_heartbeat_on_the_terminal_not_in_the_log(capfd, tm
     assert shown[0] == "TASK [Build the image] ***" and shown[-1] == "ok: [m1]"
     assert any(line.startswith("=== still running; last output: TASK [Build the image]") for line in shown[1:-1])
     assert log.read_text() == "TASK [Build the image] ***\nok: [m1]\n"
+
+
+def test_each_step_is_timed_from_molecule_s_lines_and_a_repeated_step_adds_up():
+    now = iter([0.0, 5.0, 20.0, 21.0, 40.0, 42.0])
+    steps = scenarios.StepClock(clock=lambda: next(now))
+    for line in [
+        "INFO     [horovod_launch > cleanup] Executing",  # 0
+        "TASK [x] ***",
+        "INFO     [horovod_launch > create] Executing",  # 5: cleanup 5
+        "INFO     [horovod_launch > create] Executed: Successful",
+        "INFO     [horovod_launch > cleanup] Executing",  # 20: create 15
+        "INFO     [horovod_launch > verify] Executing",  # 21: cleanup 1 more
+        "INFO     [horovod_launch > verifyx] Executed: Successful",
+    ]:
+        steps.line(line)
+    steps.stop()  # 40: verify 19
+    steps.stop()  # nothing runs: no clock read
+    assert steps.steps == {"cleanup": 6.0, "create": 15.0, "verify": 19.0}
+    assert steps.summary() == "cleanup 6s, create 15s, verify 19s"
