@@ -67,8 +67,9 @@ def workspace(tmp_path: Path, origin: Path, version: str, dest: object = None, *
         "horovod_launch_code_version": version,
         "horovod_launch_code_dest": str(dest),
         "__horovod_launch_plan": {"code_dest": horovod_launch.code_dest(inputs)},
-        # git is there already (the skip above); the role would otherwise install it.
-        "horovod_launch_git_package": "git",
+        # git is there already (the skip above): no package step, as on a master without a package
+        # mirror (the apt step, reading its cache, was most of each run's time).
+        "horovod_launch_git_package": "",
         **extra,
     }
     tasks = [{"ansible.builtin.include_role": {"name": "multinode.horovod.horovod_launch", "tasks_from": "workspace"}}]
