@@ -11,10 +11,15 @@ VENV ?= .venv
 VENV_CACHE ?= /var/cache/multinode-horovod/venvs
 BIN := $(abspath $(VENV))/bin
 CACHE := $(abspath .cache)
-# Scenarios in the order `make molecule` runs them (cheap first). SCENARIO=name runs one.
-# Each scenario builds or reuses the images it needs itself (the dependency step in its molecule.yml).
-SCENARIOS ?= nfs storage docker_horovod horovod_launch default
+# Scenarios in the order `make molecule` starts them (longest first: two run side by side, below).
+# SCENARIO=name runs one. Each scenario builds or reuses the images it needs itself (the dependency
+# step in its molecule.yml; tools/images.py lets one run at a time touch the image cache).
+SCENARIOS ?= horovod_launch storage default docker_horovod nfs
 SCENARIO ?=
+# How many scenarios run side by side (tools/scenarios.py --jobs): on two cores one scenario leaves the
+# CPU idle about a quarter of its time (Docker, image loads, training runs), and they share no
+# instance, network or host directory. make test-all runs one at a time: its fault tests time things.
+MOLECULE_JOBS ?= 2
 # make lab EXAMPLE=horovod [HOROVOD_EXAMPLES=/path/to/a/clone/of/horovod]
 EXAMPLE ?=
 HOROVOD_EXAMPLES ?=
@@ -108,8 +113,8 @@ docs: venv ## HTML documentation of every role, module and filter (antsibull-doc
 	$(BIN)/sphinx-build -q -W --keep-going -b html -c tools/docsite $(DOCS)/rst $(DOCS)/html
 	@echo "documentation: $(DOCS)/html/index.html"
 
-molecule: prepare venv ## Every Molecule scenario, or SCENARIO=name for one (logs in .cache/logs)
-	$(PYTHON) tools/scenarios.py $(or $(SCENARIO),$(SCENARIOS))
+molecule: prepare venv ## Every Molecule scenario, two side by side (MOLECULE_JOBS), or SCENARIO=name for one (logs in .cache/logs)
+	$(PYTHON) tools/scenarios.py --jobs $(MOLECULE_JOBS) $(or $(SCENARIO),$(SCENARIOS))
 
 test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + ansible-test + docs + every Molecule scenario
 	@echo "make test finished; make test-all adds the long fault and operations tests (MNH_TESTS=all)"
@@ -118,7 +123,7 @@ test: lint unit ansible-test docs molecule ## Everything CI runs: lint + unit + 
 # every scenario's CI set (tools/images.py and tools/umlbed/ build its hosts; CONTRIBUTING.md).
 test-all: lint unit ansible-test docs ## make test, the long fault and operations tests, the lab's scale-out, Horovod 0.18.2, torchrun (torch 1.13 and 2.5.1), TensorBoard and the slow node, the controller matrix, and every scenario on Debian 13
 	@rc=0; \
-	MNH_TESTS=all $(MAKE) --no-print-directory molecule || rc=1; \
+	MNH_TESTS=all MOLECULE_JOBS=1 $(MAKE) --no-print-directory molecule || rc=1; \
 	$(MAKE) --no-print-directory lab-scale-out || rc=1; \
 	$(MAKE) --no-print-directory lab-old-horovod || rc=1; \
 	$(MAKE) --no-print-directory lab-torchrun || rc=1; \
@@ -126,7 +131,7 @@ test-all: lint unit ansible-test docs ## make test, the long fault and operation
 	$(MAKE) --no-print-directory lab-tensorboard || rc=1; \
 	$(MAKE) --no-print-directory lab-bench-slow-node || rc=1; \
 	$(MAKE) --no-print-directory matrix || rc=1; \
-	MNH_DEBIAN=trixie MNH_TESTS= $(MAKE) --no-print-directory molecule || rc=1; \
+	MNH_DEBIAN=trixie MNH_TESTS= MOLECULE_JOBS=1 $(MAKE) --no-print-directory molecule || rc=1; \
 	exit $$rc
 
 lab: prepare venv ## The local lab (3 machines), the site on it, a training run; EXAMPLE=horovod: the guide's example; LAUNCHER=torchrun: then the bundled DDP example under torchrun, on the lab's image and on torch 2.5.1

@@ -50,6 +50,8 @@ reads the paths and the user still sees the build as it goes.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -58,7 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import progress  # tools/progress.py: how far a long command is
@@ -363,6 +365,24 @@ def save(name: str, want: str, cache: Path) -> Path:
     return archive
 
 
+@contextlib.contextmanager
+def one_at_a_time(cache: Path) -> Iterator[None]:
+    """Hold the cache's lock: scenarios run side by side (tools/scenarios.py --jobs) each build or
+    reuse their images in their own dependency step, and two builds of one image, or a save beside a
+    build, must not overlap. The second run waits, then finds the image current."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / "images.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another tools/images.py run holds the image cache; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -395,12 +415,13 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     extra_ca = read_extra_ca(args.extra_ca_bundle)
     done: set[str] = set()
-    for name in args.names or default_names():
-        want = ensure(name, extra_ca, args.base_source, args.force, done)
-        if args.save or args.print_archive:
-            archive = save(name, want, args.cache_dir)
-            if args.print_archive:
-                print(archive, file=result, flush=True)
+    with one_at_a_time(args.cache_dir):
+        for name in args.names or default_names():
+            want = ensure(name, extra_ca, args.base_source, args.force, done)
+            if args.save or args.print_archive:
+                archive = save(name, want, args.cache_dir)
+                if args.print_archive:
+                    print(archive, file=result, flush=True)
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Copyright: multinode.horovod contributors
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Run Molecule scenarios one after the other, the way `make molecule` does.
+"""Run Molecule scenarios, one after the other or side by side, the way `make molecule` does.
 
 For each scenario: run `molecule destroy -s <scenario>`, then `molecule test -s <scenario>
 --destroy=never` with its output both on the terminal and in .cache/logs/<scenario>.log, then
@@ -10,7 +10,11 @@ For each scenario: run `molecule destroy -s <scenario>`, then `molecule test -s 
 a run that never ended (a killed run, a rebooted machine): without it Molecule would skip `create`
 for instances that are gone. (Not `molecule reset`: the Docker driver's reset removes the containers
 of every scenario, also those another scenario is running on.)
-Every scenario runs even when an earlier one failed, so one run shows every failure. Nothing else is
+With --jobs N, N scenarios run side by side (make test runs two: on two cores a scenario leaves
+the CPU idle for about a third of its time, waiting on Docker, image loads and training runs; the
+scenarios share no instance, network or host directory), each line shown then starting with its
+scenario's name; each log file stays the scenario's own. Every scenario runs even when an earlier
+one failed, so one run shows every failure. Nothing else is
 done here: a scenario builds or reuses the images it needs itself (its Molecule `dependency` step
 calls tools/images.py), so `molecule test -s <scenario>` typed by hand does the same. The output
 goes to a log file, so it is asked for without colours unless the caller's environment says otherwise.
@@ -25,10 +29,12 @@ failed scenario, that task once more.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -91,32 +97,48 @@ class StepClock:
         return ", ".join(f"{step} {took:.0f}s" for step, took in self.steps.items())
 
 
-def run(scenario: str, logdir: Path) -> tuple[bool, float, Path, str]:
+class Terminal:
+    """Where a scenario's lines are shown. With scenarios running side by side (--jobs), each line
+    starts with its scenario's name and is written whole, under one lock shared by all of them."""
+
+    lock = threading.Lock()
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+
+    def write(self, text: str) -> None:
+        lines = "".join(f"{self.prefix}{line}" for line in text.splitlines(keepends=True))
+        with self.lock:
+            sys.stdout.write(lines if lines.endswith("\n") else lines + "\n")
+            sys.stdout.flush()
+
+
+def run(scenario: str, logdir: Path, shown: Terminal | None = None) -> tuple[bool, float, Path, str]:
     """Test one scenario; returns whether it passed, how long it took, its log and, when it failed,
     the digest of its failure (taken before the destroy, whose output comes after it in the log)."""
+    shown = shown or Terminal()
     begin = time.monotonic()
     logfile = logdir / log_name(scenario, os.environ)
-    print(f"=== molecule scenario {scenario}", flush=True)
+    shown.write(f"=== molecule scenario {scenario}")
     failure = ""
     steps = StepClock()
     with logfile.open("w") as out:
-        rc = stream(["molecule", "destroy", "-s", scenario], out)
+        rc = stream(["molecule", "destroy", "-s", scenario], out, shown=shown)
         if rc == 0:
-            rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out, steps.line)
+            rc = stream(["molecule", "test", "-s", scenario, "--destroy=never"], out, steps.line, shown=shown)
         steps.stop()
         if rc != 0:
             failure = "\n".join(last_failure(logfile.read_text(errors="replace").splitlines()))
-            print(f"=== molecule scenario {scenario} FAILED (rc {rc}); the failing task:", flush=True)
-            print(failure, flush=True)
+            shown.write(f"=== molecule scenario {scenario} FAILED (rc {rc}); the failing task:\n{failure}")
         # --destroy=never leaves the instances (also after a pass, where the sequence's destroy step
         # is skipped too): remove them now, after the failure has been shown.
-        destroyed = stream(["molecule", "destroy", "-s", scenario], out)
+        destroyed = stream(["molecule", "destroy", "-s", scenario], out, shown=shown)
     took = time.monotonic() - begin
     if rc == 0 and destroyed != 0:
         rc = destroyed
         failure = f"molecule destroy -s {scenario} failed with rc {destroyed}"
     verdict = "passed" if rc == 0 else f"FAILED (rc {rc})"
-    print(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s; its steps: {steps.summary()}", flush=True)
+    shown.write(f"=== molecule scenario {scenario} {verdict} in {took:.0f}s; its steps: {steps.summary()}")
     return rc == 0, took, logfile, failure
 
 
@@ -145,40 +167,66 @@ def plain_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def stream(
-    argv: list[str], out: TextIO, seen: Callable[[str], None] | None = None, heartbeat: float = progress.HEARTBEAT_S
+    argv: list[str],
+    out: TextIO,
+    seen: Callable[[str], None] | None = None,
+    heartbeat: float = progress.HEARTBEAT_S,
+    shown: Terminal | None = None,
 ) -> int:
     """Run argv in the repository, its output to the terminal and to `out` (and to `seen`), line by line; while it
     prints nothing (Ansible prints a task when every host is done with it: an image build or load, a
     training run), a line on the terminal every `heartbeat` seconds with the last one it printed."""
 
+    shown = shown or Terminal()
+
     def echo(line: str) -> None:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+        shown.write(line)
         out.write(line)
         out.flush()
         if seen is not None:
             seen(line)
 
     def say(text: str) -> None:
-        print(f"=== {text}", flush=True)
+        shown.write(f"=== {text}")
 
     env = plain_env(os.environ)
     return progress.watch(argv, say, echo=echo, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, heartbeat=heartbeat)
+
+
+def run_all(names: list[str], logdir: Path, jobs: int) -> list[tuple[str, bool, float, Path, str]]:
+    """Every scenario, `jobs` of them at a time, each started when a lane is free in the order given;
+    the results in that order. Side by side, each line shown starts with its scenario's name."""
+    if jobs == 1:
+        return [(name, *run(name, logdir)) for name in names]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as lanes:
+        futures = [lanes.submit(run, name, logdir, Terminal(f"[{name}] ")) for name in names]
+        return [(name, *future.result()) for name, future in zip(names, futures, strict=True)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+", help="scenario names under molecule/")
     parser.add_argument("--logs", default=str(ROOT / ".cache" / "logs"), help="where each scenario's log goes")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="scenarios run side by side, taken in the order given (default 1: one after the other)",
+    )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give 1 or more")
     unknown = [s for s in args.scenarios if not (ROOT / "molecule" / s / "molecule.yml").exists()]
     if unknown:
         parser.error(f"no such scenario: {', '.join(unknown)} (see molecule/*/molecule.yml)")
     logdir = Path(args.logs)
     logdir.mkdir(parents=True, exist_ok=True)
     print(f"=== {scope(os.environ)}; hosts: Debian {release(os.environ)} (MNH_DEBIAN)", flush=True)
-    results = [(s, *run(s, logdir)) for s in args.scenarios]
-    print("\n=== molecule results", flush=True)
+    begin = time.monotonic()
+    results = run_all(args.scenarios, logdir, args.jobs)
+    wall, busy = time.monotonic() - begin, sum(result[2] for result in results)
+    print(f"\n=== molecule results: {len(results)} scenarios, {args.jobs} at a time, in {wall:.0f}s", end="")
+    print(f" (their times add up to {busy:.0f}s)" if args.jobs > 1 else "", flush=True)
     for scenario, ok, took, logfile, _failure in results:
         print(f"  {scenario:<16} {'passed' if ok else 'FAILED':<7} {took:6.0f}s  {logfile}")
     for scenario, ok, _took, logfile, failure in results:

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import sys
+import threading
+import time
 
 import pytest
 from checkout import load
@@ -161,6 +163,8 @@ def host_bundle(tmp_path, monkeypatch):
     bundle.write_bytes(b"HOST PEM")
     monkeypatch.setattr(module, "HOST_CA_BUNDLE", bundle)
     monkeypatch.delenv("MNH_EXTRA_CA_BUNDLE", raising=False)
+    # main() takes the cache's lock: this test's own cache, not the machine's.
+    monkeypatch.setenv("MNH_CACHE_DIR", str(tmp_path / "cache"))
     return module, bundle
 
 
@@ -309,3 +313,24 @@ def test_a_failed_build_ends_with_the_builders_last_lines(images, tmp_path, monk
     assert message.startswith("images: building multinode-horovod/child:bookworm failed:\n")
     assert message.endswith("Step 3/3 : RUN pip install horovod\nerror: compiling horovod failed")
     assert "step 3/3 RUN pip install horovod" in capsys.readouterr().out
+
+
+def test_a_second_run_waits_for_the_one_holding_the_image_cache(tmp_path, capsys):
+    """Scenarios side by side (tools/scenarios.py --jobs) each run tools/images.py in their dependency step:
+    one run at a time builds or saves, the other says it waits and goes on once the first is done."""
+    images = load_images_module()
+    events = []
+    with images.one_at_a_time(tmp_path):
+        waiter = threading.Thread(target=_hold, args=(images, tmp_path, events))
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while "waiting for it" not in capsys.readouterr().out and time.monotonic() < deadline:
+            time.sleep(0.05)
+        events.append("first done")
+    waiter.join(10)
+    assert events == ["first done", "second in"]
+
+
+def _hold(images, cache, events):
+    with images.one_at_a_time(cache):
+        events.append("second in")

@@ -197,3 +197,33 @@ def test_each_step_is_timed_from_molecule_s_lines_and_a_repeated_step_adds_up():
     steps.stop()  # nothing runs: no clock read
     assert steps.steps == {"cleanup": 6.0, "create": 15.0, "verify": 19.0}
     assert steps.summary() == "cleanup 6s, create 15s, verify 19s"
+
+
+def test_scenarios_side_by_side_overlap_and_each_line_names_its_scenario(fake_repo, capsys):
+    """With --jobs 2, `one` waits for `two` to have started: run one after the other, it would give up."""
+    molecule = fake_repo / "bin" / "molecule"
+    molecule.write_text(
+        molecule.read_text().replace(
+            'if [ "$3" = bad ]',
+            'touch "$0.started-$3"; if [ "$3" = one ]; then i=0; until [ -e "$0.started-two" ]; do '
+            'i=$((i + 1)); [ $i -gt 200 ] && { echo "two never started beside one"; exit 5; }; sleep 0.05; done; '
+            'echo "one saw two running"; fi\nif [ "$3" = bad ]',
+        )
+    )
+    rc = scenarios.main(["one", "two", "bad", "--jobs", "2", "--logs", str(fake_repo / "logs")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "[one] one saw two running" in out.splitlines()
+    assert "[two] running two colour=1/0/false" in out.splitlines()
+    assert "[bad] === molecule scenario bad FAILED (rc 2); the failing task:" in out
+    # The logs stay each scenario's own, without the names; the table keeps the order given.
+    assert "one saw two running\n" in (fake_repo / "logs" / "one.log").read_text()
+    tail = out[out.index("=== molecule results: 3 scenarios, 2 at a time") :].splitlines()
+    assert [line.split()[0] for line in tail[1:4]] == ["one", "two", "bad"]
+    assert tail[-1] == "    msg: broken"
+
+
+def test_jobs_below_one_are_refused(fake_repo, capsys):
+    with pytest.raises(SystemExit):
+        scenarios.main(["one", "--jobs", "0", "--logs", str(fake_repo / "logs")])
+    assert "--jobs 0: give 1 or more" in capsys.readouterr().err
