@@ -17,8 +17,9 @@ CACHE := $(abspath .cache)
 SCENARIOS ?= horovod_launch storage default docker_horovod nfs
 SCENARIO ?=
 # How many scenarios run side by side (tools/scenarios.py --jobs): on two cores one scenario leaves the
-# CPU idle about a quarter of its time (Docker, image loads, training runs), and they share no
-# instance, network or host directory. make test-all runs one at a time: its fault tests time things.
+# CPU idle a quarter to two fifths of its time (Docker, image loads, training runs); they share no
+# instance, network or host directory. make test-all runs one at a time: its fault tests count on timeouts
+# (a stall, a lost worker) that a shared CPU would stretch.
 MOLECULE_JOBS ?= 2
 # make lab EXAMPLE=horovod [HOROVOD_EXAMPLES=/path/to/a/clone/of/horovod]
 EXAMPLE ?=

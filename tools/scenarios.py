@@ -11,7 +11,7 @@ a run that never ended (a killed run, a rebooted machine): without it Molecule w
 for instances that are gone. (Not `molecule reset`: the Docker driver's reset removes the containers
 of every scenario, also those another scenario is running on.)
 With --jobs N, N scenarios run side by side (make test runs two: on two cores a scenario leaves
-the CPU idle for about a third of its time, waiting on Docker, image loads and training runs; the
+the CPU idle a quarter to two fifths of its time, waiting on Docker, image loads and training runs; the
 scenarios share no instance, network or host directory), each line shown then starting with its
 scenario's name; each log file stays the scenario's own. Every scenario runs even when an earlier
 one failed, so one run shows every failure. Nothing else is
