@@ -369,7 +369,8 @@ def save(name: str, want: str, cache: Path) -> Path:
 def one_at_a_time(cache: Path) -> Iterator[None]:
     """Hold the cache's lock: scenarios run side by side (tools/scenarios.py --jobs) each build or
     reuse their images in their own dependency step, and two builds of one image, or a save beside a
-    build, must not overlap. The second run waits, then finds the image current."""
+    build, must not overlap. The second run waits, then finds the image current. Closing the file
+    releases the lock, also when the run fails or is killed."""
     cache.mkdir(parents=True, exist_ok=True)
     with (cache / "images.lock").open("a") as lock:
         try:
@@ -377,10 +378,7 @@ def one_at_a_time(cache: Path) -> Iterator[None]:
         except BlockingIOError:
             log("another tools/images.py run holds the image cache; waiting for it")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        yield
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -196,10 +196,8 @@ def stream(
 def run_all(names: list[str], logdir: Path, jobs: int) -> list[tuple[str, bool, float, Path, str]]:
     """Every scenario, `jobs` of them at a time, each started when a lane is free in the order given;
     the results in that order. Side by side, each line shown starts with its scenario's name."""
-    if jobs == 1:
-        return [(name, *run(name, logdir)) for name in names]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as lanes:
-        futures = [lanes.submit(run, name, logdir, Terminal(f"[{name}] ")) for name in names]
+        futures = [lanes.submit(run, name, logdir, Terminal(f"[{name}] " if jobs > 1 else "")) for name in names]
         return [(name, *future.result()) for name, future in zip(names, futures, strict=True)]
 
 
